@@ -1,0 +1,3 @@
+from pkroof.cli import app
+
+app(prog_name="pkroof")

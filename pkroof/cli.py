@@ -1,0 +1,113 @@
+"""The pkroof command line: each command parses, calls one library function, prints."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+
+from pkroof import analyze as _analyze
+from pkroof import show as _show
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
+topology_app = typer.Typer(no_args_is_help=True, help="Inspect a topology (a preset name or a JSON file).")
+app.add_typer(topology_app, name="topology")
+
+Topo = Annotated[str, typer.Option("--topology", "-t", help="preset name or topology JSON file")]
+Nodes = Annotated[int | None, typer.Option(help="join N such nodes by their NICs")]
+World = Annotated[int | None, typer.Option("--world-size", "-n", help="ranks (default: every GPU)")]
+Size = Annotated[str | None, typer.Option(help="collective size, nccl-tests convention: 64MiB, 1GiB, 4096")]
+Params = Annotated[list[str] | None, typer.Option("--param", "-p", help="shape parameter name=value (repeat)")]
+Dtype = Annotated[str, typer.Option(help="fp8, bf16, fp16, tf32 or fp32")]
+AsJson = Annotated[bool, typer.Option("--json", help="one JSON object instead of text")]
+Problem = Annotated[str, typer.Argument(help="built-in problem, e.g. all-reduce or gemm-reduce-scatter")]
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"pkroof: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _run(
+    problem: str,
+    topology: str,
+    world_size: int | None,
+    nodes: int | None,
+    size: str | None,
+    params: list[str] | None,
+    dtype: str,
+):
+    try:
+        return _analyze.analyze(
+            problem, topology=topology, world_size=world_size, nodes=nodes, size=size, params=params, dtype=dtype
+        )
+    except ValueError as e:
+        _fail(str(e))
+
+
+@app.command()
+def presets() -> None:
+    """List the embedded topology presets."""
+    typer.echo(_show.presets_table())
+
+
+@topology_app.command("show")
+def topology_show(
+    name: Annotated[str, typer.Argument(help="preset name or topology JSON file")],
+    nodes: Nodes = None,
+    as_json: AsJson = False,
+) -> None:
+    """Print one topology: its GPUs, links, mechanisms, NICs and the source of every number."""
+    from pkroof.topology import dumps, resolve
+
+    try:
+        topo = resolve(name, nodes=nodes)
+    except ValueError as e:
+        _fail(str(e))
+    typer.echo(dumps(topo) if as_json else _show.topology_text(topo), nl=not as_json)
+
+
+@app.command("bound")
+def bound_cmd(
+    problem: Problem,
+    topology: Topo = _analyze.DEFAULT_TOPOLOGY,
+    world_size: World = None,
+    nodes: Nodes = None,
+    size: Size = None,
+    param: Params = None,
+    dtype: Dtype = "bf16",
+    as_json: AsJson = False,
+) -> None:
+    """The communication-aware roofline of a problem, with a prediction per (mechanism, schedule)."""
+    b, advice = _run(problem, topology, world_size, nodes, size, param, dtype)
+    if as_json:
+        from pkroof.rooflines.export import bound_to_dict
+
+        json.dump(bound_to_dict(b, advice), sys.stdout, indent=2)
+        typer.echo()
+    else:
+        typer.echo(_show.bound_text(b, advice))
+
+
+@app.command()
+def advise(
+    problem: Problem,
+    topology: Topo = _analyze.DEFAULT_TOPOLOGY,
+    world_size: World = None,
+    nodes: Nodes = None,
+    size: Size = None,
+    param: Params = None,
+    dtype: Dtype = "bf16",
+    as_json: AsJson = False,
+) -> None:
+    """Which mechanism and schedule to build before hand-tuning, and why."""
+    b, advice = _run(problem, topology, world_size, nodes, size, param, dtype)
+    if as_json:
+        from pkroof.rooflines.export import bound_to_dict
+
+        json.dump(bound_to_dict(b, advice)["recommendation"], sys.stdout, indent=2)
+        typer.echo()
+    else:
+        typer.echo(_show.advice_text(b, advice))

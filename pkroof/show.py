@@ -1,0 +1,137 @@
+"""Plain-text views for the terminal: presets, a topology, a bound, advice."""
+
+from __future__ import annotations
+
+from pkroof.rooflines import Advice, Bound, Mechanism
+from pkroof.rooflines.units import fmt_Bps, fmt_bytes, fmt_flops, fmt_s
+from pkroof.topology import PRESETS, Topology, preset
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def presets_table() -> str:
+    rows = []
+    for name in PRESETS:
+        t = preset(name)
+        nic = f"{t.nic.count_per_node}x {t.nic.rate_Bps * 8 / 1e9:.0f} Gb/s" if t.nic else "-"
+        rows.append(
+            [
+                name,
+                f"{t.gpus_per_node}x {t.gpu.name}",
+                t.scaleup.generation,
+                fmt_Bps(t.scaleup.total_bandwidth_Bps),
+                nic,
+                t.description,
+            ]
+        )
+    return _table(["preset", "GPUs per node", "scale-up", "per GPU, one way", "NICs", "what"], rows)
+
+
+def _tag(t: Topology, path: str) -> str:
+    return "measured" if t.basis(path) == "measured" else "nominal"
+
+
+def topology_text(t: Topology) -> str:
+    g, s = t.gpu, t.scaleup
+    lines = [
+        f"{t.name}: {t.description}",
+        f"  {t.nodes} node(s) x {t.gpus_per_node} {g.name} ({g.arch}, {g.sm_count} SMs, "
+        f"{fmt_bytes(g.hbm_capacity_bytes)} HBM at {fmt_Bps(g.hbm_bandwidth_Bps)} [{_tag(t, 'gpu.hbm_bandwidth_Bps')}])",
+        "  dense peak: "
+        + ", ".join(f"{k} {fmt_flops(v)}" for k, v in g.peak_flops.items())
+        + f" [{_tag(t, 'gpu.peak_flops')}]",
+        f"  scale-up: {s.kind}, {s.generation}, {s.links_per_gpu} links x {fmt_Bps(s.link_bandwidth_Bps)} = "
+        f"{fmt_Bps(s.total_bandwidth_Bps)} per GPU per direction, {s.switches_per_node} switch chips, "
+        f"multicast (NVLS) {'yes' if s.multicast else 'no'} [{_tag(t, 'scaleup.link_bandwidth_Bps')}]",
+    ]
+    if t.nic:
+        n = t.nic
+        lines.append(
+            f"  network: {n.count_per_node}x {n.model} {n.kind} at {n.rate_Bps * 8 / 1e9:.0f} Gb/s, "
+            f"GPUDirect RDMA {'yes' if n.gpudirect_rdma else 'no'}, "
+            f"{'rail-aligned' if n.rail_aligned else 'not rail-aligned'} [{_tag(t, 'nic.rate_Bps')}]"
+        )
+    rows = []
+    for name, m in t.mechanisms.items():
+        if not m.available:
+            rows.append([name, "no", "", "", "", "", m.note])
+            continue
+        model = m.model(Mechanism(name))
+        per_cta = fmt_Bps(m.per_cta_bandwidth_Bps) if m.per_cta_bandwidth_Bps else "no SMs"
+        ctas = str(model.ctas_for(0.9)) if model.uses_sms else "0"
+        rows.append(
+            [
+                name,
+                "yes",
+                fmt_s(m.latency_s),
+                fmt_Bps(m.peak_bandwidth_Bps),
+                per_cta,
+                ctas,
+                f"[{_tag(t, f'mechanisms.{name}.peak_bandwidth_Bps')}] {m.note}".strip(),
+            ]
+        )
+    lines += ["", _table(["mechanism", "available", "latency", "peak", "per CTA", "CTAs for 90%", "basis, note"], rows)]
+    lines += ["", "sources:"] + [f"  {k} ({v.basis}): {v.cite}" for k, v in t.sources.items()]
+    return "\n".join(lines)
+
+
+def _terms(b: Bound) -> str:
+    return (
+        f"t_roof {fmt_s(b.t_roof_s)} ({b.limiter}-bound) = max(compute {fmt_s(b.t_compute_s)}, "
+        f"hbm {fmt_s(b.t_hbm_s)}, link {fmt_s(b.t_link_s)}) + latency {fmt_s(b.t_latency_s)}\n"
+        f"  link: {fmt_bytes(b.link_bytes_per_rank)} per rank at {fmt_Bps(b.link_bandwidth_Bps)} ({b.link_tier}); "
+        f"compute at {fmt_flops(b.peak_flops)}"
+    )
+
+
+def _predictions(b: Bound) -> str:
+    rows = [
+        [
+            p.mechanism.value,
+            p.schedule.value,
+            str(p.comm_sms),
+            fmt_s(p.t_s),
+            f"{b.t_roof_s / p.t_s:.0%}",
+            ",".join(p.algorithms),
+        ]
+        for p in b.predictions
+    ]
+    return _table(["mechanism", "schedule", "comm SMs", "predicted", "of roof", "algorithm"], rows)
+
+
+def _header(b: Bound) -> str:
+    w = b.workload
+    shape = ", ".join(f"{k}={fmt_bytes(v) if k == 'size' else f'{v:g}'}" for k, v in w.params.items())
+    return f"{w.name} ({shape}, {w.dtype}) on {b.system.name}, {b.system.world_size} ranks"
+
+
+def bound_text(b: Bound, advice: Advice) -> str:
+    return "\n".join([_header(b), _terms(b), "", _predictions(b), "", f"advice: {advice.reason}"])
+
+
+def advice_text(b: Bound, advice: Advice) -> str:
+    best = advice.best
+    head = f"build {best.mechanism.value} + {best.schedule.value}"
+    if best.comm_sms:
+        head += f" ({best.comm_sms} comm SMs)"
+    head += f": predicted {fmt_s(best.t_s)}, {b.t_roof_s / best.t_s:.0%} of the roofline"
+    if advice.baseline:
+        head += f", {advice.headroom:.2f}x over PyTorch + NCCL ({fmt_s(advice.baseline.t_s)})"
+    top = [[p.mechanism.value, p.schedule.value, str(p.comm_sms), fmt_s(p.t_s)] for p in b.predictions[:6]]
+    return "\n".join(
+        [
+            _header(b),
+            head,
+            "",
+            f"why: {advice.reason}",
+            "",
+            _terms(b),
+            "",
+            _table(["mechanism", "schedule", "comm SMs", "predicted"], top),
+        ]
+    )

@@ -1,0 +1,1 @@
+"""Spawning ranks, checking correctness and timing (arrives with the profiler issue)."""

@@ -1,0 +1,1 @@
+"""HTML pages, charts and exports (arrive with the report issue)."""

@@ -1,0 +1,39 @@
+"""Pure math of the communication-aware roofline: no torch, no NVML, no files, no devices."""
+
+from .advice import Advice, advise
+from .bound import Bound, Prediction, bound
+from .collectives import (
+    Algorithm,
+    Collective,
+    Traffic,
+    bus_bandwidth_factor,
+    chan_lower_bound,
+    hierarchical_traffic,
+    traffic,
+)
+from .mechanisms import Mechanism, Schedule, TransferModel
+from .system import System
+from .workload import DTYPE_BYTES, CommOp, ComputeOp, Workload
+
+__all__ = [
+    "DTYPE_BYTES",
+    "Advice",
+    "Algorithm",
+    "Bound",
+    "Collective",
+    "CommOp",
+    "ComputeOp",
+    "Mechanism",
+    "Prediction",
+    "Schedule",
+    "System",
+    "Traffic",
+    "TransferModel",
+    "Workload",
+    "advise",
+    "bound",
+    "bus_bandwidth_factor",
+    "chan_lower_bound",
+    "hierarchical_traffic",
+    "traffic",
+]

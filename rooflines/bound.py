@@ -1,0 +1,314 @@
+"""The communication-aware roofline of a Workload on a System, and a prediction per (mechanism, schedule).
+
+    t_roof = max(t_compute, t_hbm, t_link) + t_latency
+
+t_compute: FLOPs at the dtype's dense peak on every SM; t_hbm: minimal HBM bytes at HBM bandwidth; t_link:
+the fewest bytes any available algorithm must put on the busiest rank's link, at the fastest available
+mechanism's peak (the slower tier across nodes); t_latency: the fewest dependent steps times the smallest α.
+Latency is counted outside the max because the first message of a pipeline cannot hide behind anything.
+
+A prediction charges what its pair really costs: the mechanism's α and bandwidth at the CTAs it gets, the
+SMs communication takes away from compute, HBM staging where comm and compute meet through memory
+(inter-SM, copy engine), and the pipeline's fill. Every prediction is ≥ t_roof by construction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .collectives import Algorithm, Collective, Traffic, hierarchical_traffic, traffic
+from .mechanisms import DEVICE_INITIATED, Mechanism, Schedule, TransferModel
+from .system import System
+from .workload import CommOp, Workload
+
+_ALGORITHMS = {
+    Mechanism.COPY_ENGINE: (Algorithm.ONE_SHOT, Algorithm.TWO_SHOT),
+    Mechanism.SM_LOAD: (Algorithm.ONE_SHOT, Algorithm.TWO_SHOT),
+    Mechanism.SM_STORE: (Algorithm.ONE_SHOT, Algorithm.TWO_SHOT),
+    Mechanism.TMA: (Algorithm.ONE_SHOT, Algorithm.TWO_SHOT),
+    Mechanism.MULTIMEM: (Algorithm.IN_NETWORK,),
+    Mechanism.NCCL: (Algorithm.RING,),  # NCCL inside a node without NVLS: rings; point-to-point for the rest
+}
+_NCCL_P2P = frozenset({Collective.ALL_TO_ALL, Collective.GATHER, Collective.SCATTER, Collective.SEND_RECV})
+
+
+def _algorithms(mechanism: Mechanism, kind: Collective) -> tuple[Algorithm, ...]:
+    if mechanism is Mechanism.NCCL and kind in _NCCL_P2P:
+        return (Algorithm.ONE_SHOT,)
+    return _ALGORITHMS[mechanism]
+
+
+def _local_reduce_bytes(kind: Collective, algorithm: Algorithm, size: float, n: int) -> float:
+    """HBM bytes of the separate reduction kernel the copy engine needs (it moves bytes, it cannot add)."""
+    match kind, algorithm:
+        case Collective.ALL_REDUCE | Collective.REDUCE, Algorithm.ONE_SHOT:
+            return (n + 1) * size  # read n whole buffers, write one
+        case Collective.ALL_REDUCE | Collective.REDUCE_SCATTER | Collective.REDUCE, _:
+            return size + size / n  # read n chunks of S/n, write one chunk
+    return 0.0
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """One comm op done by one mechanism: bandwidth time, latency time, and the algorithm chosen."""
+
+    algorithm: Algorithm
+    bandwidth_s: float
+    latency_s: float
+    traffic: Traffic  # scale-up traffic of the busiest rank (scale-out added for hierarchical)
+
+    @property
+    def total_s(self) -> float:
+        return self.bandwidth_s + self.latency_s
+
+
+def _cost(
+    op: CommOp, system: System, m: TransferModel, num_ctas: int | None, read_multiplier: int = 1
+) -> OpCost | None:
+    """Cheapest algorithm of mechanism `m` for `op` with `num_ctas` CTAs; None if `m` cannot do it."""
+    best: OpCost | None = None
+    g = min(op.group_size, system.ranks_per_node)
+    multi_node = op.group_size > system.ranks_per_node
+    for alg in _algorithms(m.mechanism, op.kind):
+        size = op.size_bytes * read_multiplier
+        if multi_node:
+            tiers = hierarchical_traffic(op.kind, size, g, op.group_size // g, intra=alg)
+            if tiers is None:
+                continue
+            net = system.network
+            assert net is not None
+            up_s = tiers.scaleup.bytes / m.bandwidth_Bps(num_ctas) if tiers.scaleup.bytes else 0.0
+            bw_s = max(up_s, tiers.scaleout.bytes / net.bandwidth_Bps())
+            lat_s = m.latency_for(tiers.scaleup.num_steps) + net.latency_for(tiers.scaleout.num_steps)
+            t = tiers.scaleup + tiers.scaleout
+        else:
+            t = traffic(op.kind, alg, size, g)
+            if t is None:
+                continue
+            bw_s = t.bytes / m.bandwidth_Bps(num_ctas)
+            lat_s = m.latency_for(t.num_steps)
+        if m.mechanism is Mechanism.COPY_ENGINE:
+            bw_s += _local_reduce_bytes(op.kind, alg, size, g) / system.hbm_bandwidth_Bps
+        cost = OpCost(alg, bw_s, lat_s, t)
+        if best is None or cost.total_s < best.total_s:
+            best = cost
+    return best
+
+
+@dataclass(frozen=True)
+class Prediction:
+    mechanism: Mechanism
+    schedule: Schedule
+    comm_sms: int  # SMs (or SM-equivalents, intra-SM) taken by communication
+    t_s: float
+    compute_s: float  # compute after the SMs that communication takes
+    comm_s: float  # communication's bandwidth time
+    latency_s: float
+    fill_s: float  # pipeline prologue/epilogue that cannot overlap
+    algorithms: tuple[str, ...]  # per comm op
+
+
+@dataclass(frozen=True)
+class Bound:
+    workload: Workload
+    system: System
+    t_compute_s: float
+    t_hbm_s: float
+    t_link_s: float
+    t_latency_s: float
+    link_bytes_per_rank: float
+    link_bandwidth_Bps: float
+    link_tier: str  # "scale-up" or "scale-out": where t_link binds
+    peak_flops: float  # FLOP/s of the workload's FLOPs (their dtype's peak; FLOP-weighted if mixed)
+    predictions: tuple[Prediction, ...]  # fastest first
+
+    @property
+    def t_roof_s(self) -> float:
+        return max(self.t_compute_s, self.t_hbm_s, self.t_link_s) + self.t_latency_s
+
+    @property
+    def limiter(self) -> str:
+        terms = {"compute": self.t_compute_s, "hbm": self.t_hbm_s, "link": self.t_link_s}
+        name = max(terms, key=terms.__getitem__)
+        return "latency" if self.t_latency_s > terms[name] else name
+
+    def prediction(self, mechanism: Mechanism, schedule: Schedule) -> Prediction | None:
+        return next((p for p in self.predictions if (p.mechanism, p.schedule) == (mechanism, schedule)), None)
+
+
+def _link_floor(op: CommOp, system: System) -> tuple[float, float, float, str, float]:
+    """(link seconds, bytes, bandwidth, tier, latency seconds): the fewest bytes at the best peak, any mechanism."""
+    best: tuple[float, float, float, str] | None = None
+    latency = float("inf")
+    g = min(op.group_size, system.ranks_per_node)
+    for m in system.available:
+        for alg in _algorithms(m.mechanism, op.kind):
+            if op.group_size > system.ranks_per_node:
+                tiers = hierarchical_traffic(op.kind, op.size_bytes, g, op.group_size // g, intra=alg)
+                if tiers is None:
+                    continue
+                net = system.network
+                assert net is not None
+                up = (tiers.scaleup.bytes / m.peak_bandwidth_Bps, tiers.scaleup.bytes, m.peak_bandwidth_Bps, "scale-up")
+                out = (
+                    tiers.scaleout.bytes / net.peak_bandwidth_Bps,
+                    tiers.scaleout.bytes,
+                    net.peak_bandwidth_Bps,
+                    "scale-out",
+                )
+                cand = max(up, out, key=lambda c: c[0])
+                steps_s = m.latency_for(tiers.scaleup.num_steps) + net.latency_for(tiers.scaleout.num_steps)
+            else:
+                t = traffic(op.kind, alg, op.size_bytes, g)
+                if t is None:
+                    continue
+                cand = (t.bytes / m.peak_bandwidth_Bps, t.bytes, m.peak_bandwidth_Bps, "scale-up")
+                steps_s = m.latency_for(t.num_steps)
+            latency = min(latency, steps_s)
+            if best is None or cand[0] < best[0]:
+                best = cand
+    if best is None:
+        raise ValueError(f"no available mechanism on {system.name} can do {op.kind}")
+    return (*best, latency)
+
+
+def _serial_compute_s(w: Workload, system: System) -> float:
+    return sum(
+        max(op.flops / system.peak_flops_for(op.dtype), op.hbm_bytes / system.hbm_bandwidth_Bps) for op in w.compute
+    )
+
+
+def _flops_s(w: Workload, system: System) -> float:
+    return sum(op.flops / system.peak_flops_for(op.dtype) for op in w.compute)
+
+
+def _serial(w: Workload, system: System, m: TransferModel) -> Prediction | None:
+    """Compute, then communication with as many CTAs as help (NCCL: its own channel count)."""
+    if m.mechanism is Mechanism.NCCL and m.num_ctas_default:
+        ctas, used = m.num_ctas_default, m.num_ctas_default
+    elif m.uses_sms:
+        ctas, used = system.sm_count, min(m.ctas_for(1.0), system.sm_count)
+    else:
+        ctas, used = None, 0
+    costs = [_cost(op, system, m, ctas) for op in w.comm]
+    if any(c is None for c in costs):
+        return None
+    comm_s = sum(c.bandwidth_s for c in costs)
+    lat_s = sum(c.latency_s for c in costs)
+    compute_s = _serial_compute_s(w, system)
+    busy_s = max(compute_s + comm_s, w.hbm_bytes / system.hbm_bandwidth_Bps)
+    return Prediction(
+        m.mechanism,
+        Schedule.SERIAL,
+        used,
+        busy_s + lat_s,
+        compute_s,
+        comm_s,
+        lat_s,
+        0.0,
+        tuple(c.algorithm.value for c in costs),
+    )
+
+
+def _chunks(w: Workload, system: System, *, tiles: bool) -> int:
+    """Pipeline depth: shards (one per rank) for inter-SM and copy engine; waves of tiles for intra-SM."""
+    depth = max(op.group_size for op in w.comm)
+    if tiles:
+        waves = max(op.num_tiles for op in w.compute) // system.sm_count
+        depth = max(depth, waves)
+    return depth
+
+
+def _overlapped(w: Workload, system: System, m: TransferModel, schedule: Schedule) -> Prediction | None:
+    """Communication overlapped with compute: search the comm SMs k that minimise the total."""
+    sm = system.sm_count
+    match schedule:
+        case Schedule.INTRA_SM:
+            candidates, staged, tiles = range(1, sm), False, True
+        case Schedule.INTER_SM:
+            candidates = [m.num_ctas_default] if m.mechanism is Mechanism.NCCL else range(1, sm)
+            candidates = [k for k in candidates if 0 < k < sm]
+            staged, tiles = True, False
+        case Schedule.CE_OVERLAP:
+            candidates, staged, tiles = [0], True, False
+    flops_s = _flops_s(w, system)
+    fill_depth = _chunks(w, system, tiles=tiles)
+    best: Prediction | None = None
+    for k in candidates:
+        costs = []
+        for op in w.comm:
+            reads = op.consumer_reads if (schedule is Schedule.INTRA_SM and op.consumer) else 1
+            c = _cost(op, system, m, k if m.uses_sms else None, reads)
+            if c is None:
+                return None
+            costs.append(c)
+        comm_s = sum(c.bandwidth_s for c in costs)
+        lat_s = sum(c.latency_s for c in costs)
+        staging = sum(c.traffic.send_bytes + c.traffic.recv_bytes for c in costs) if staged else 0.0
+        hbm_s = (w.hbm_bytes + staging) / system.hbm_bandwidth_Bps
+        compute_s = flops_s * sm / (sm - k)
+        fill_s = min(compute_s, comm_s) / fill_depth
+        t = max(compute_s, hbm_s, comm_s) + lat_s + fill_s
+        if best is None or t < best.t_s:
+            best = Prediction(
+                m.mechanism, schedule, k, t, compute_s, comm_s, lat_s, fill_s, tuple(c.algorithm.value for c in costs)
+            )
+    return best
+
+
+def _schedules(w: Workload, m: TransferModel) -> list[Schedule]:
+    out = [Schedule.SERIAL]
+    if not w.overlappable:
+        return out
+    if m.mechanism in DEVICE_INITIATED:
+        tiled = all(op.num_tiles > 1 for op in w.compute)
+        out += [Schedule.INTRA_SM, Schedule.INTER_SM] if tiled else [Schedule.INTER_SM]
+    elif m.mechanism is Mechanism.NCCL:
+        out.append(Schedule.INTER_SM)  # NCCL on a side stream, its channels taking SMs from the compute
+    elif m.mechanism is Mechanism.COPY_ENGINE:
+        out.append(Schedule.CE_OVERLAP)
+    return out
+
+
+def bound(w: Workload, system: System) -> Bound:
+    for op in w.comm:
+        if op.group_size > system.world_size:
+            raise ValueError(f"{op.name}: group of {op.group_size} ranks on a world of {system.world_size}")
+        if op.group_size > system.ranks_per_node and op.group_size % system.ranks_per_node:
+            raise ValueError(
+                f"{op.name}: a group of {op.group_size} does not fill whole nodes of {system.ranks_per_node}"
+            )
+    flops_s = _flops_s(w, system)
+    total_flops = sum(op.flops for op in w.compute)
+    floors = [_link_floor(op, system) for op in w.comm]
+    by_tier: dict[str, list[float]] = {}
+    for seconds, nbytes, _, tier, _ in floors:
+        acc = by_tier.setdefault(tier, [0.0, 0.0])
+        acc[0] += seconds
+        acc[1] += nbytes
+    tier = max(by_tier, key=lambda k: by_tier[k][0]) if by_tier else "scale-up"
+    link_s, link_bytes = by_tier.get(tier, [0.0, 0.0])
+    if link_s:
+        link_bw = link_bytes / link_s
+    else:
+        link_bw = max((m.peak_bandwidth_Bps for m in system.available), default=0.0)
+    predictions = []
+    for m in system.available:
+        for schedule in _schedules(w, m):
+            p = _serial(w, system, m) if schedule is Schedule.SERIAL else _overlapped(w, system, m, schedule)
+            if p is not None:
+                predictions.append(p)
+    predictions.sort(key=lambda p: p.t_s)
+    return Bound(
+        workload=w,
+        system=system,
+        t_compute_s=flops_s,
+        t_hbm_s=w.hbm_bytes / system.hbm_bandwidth_Bps,
+        t_link_s=link_s,
+        t_latency_s=sum(f[4] for f in floors),
+        link_bytes_per_rank=link_bytes,
+        link_bandwidth_Bps=link_bw,
+        link_tier=tier,
+        peak_flops=total_flops / flops_s if flops_s else system.peak_flops.get(w.dtype, 0.0),
+        predictions=tuple(predictions),
+    )

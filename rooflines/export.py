@@ -1,0 +1,75 @@
+"""A Bound and its Advice as one plain JSON-ready dict (the documented output of `pkroof bound --json`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .advice import Advice
+from .bound import Bound, Prediction
+
+SCHEMA = "pkroof.bound/1"
+
+
+def _prediction(p: Prediction) -> dict[str, Any]:
+    return {
+        "mechanism": p.mechanism.value,
+        "schedule": p.schedule.value,
+        "comm_sms": p.comm_sms,
+        "t_s": p.t_s,
+        "compute_s": p.compute_s,
+        "comm_s": p.comm_s,
+        "latency_s": p.latency_s,
+        "fill_s": p.fill_s,
+        "algorithms": list(p.algorithms),
+    }
+
+
+def bound_to_dict(b: Bound, advice: Advice) -> dict[str, Any]:
+    w = b.workload
+    return {
+        "schema": SCHEMA,
+        "problem": w.name,
+        "topology": b.system.name,
+        "world_size": b.system.world_size,
+        "nodes": b.system.num_nodes,
+        "dtype": w.dtype,
+        "params": dict(w.params),
+        "t_roof_s": b.t_roof_s,
+        "limiter": b.limiter,
+        "terms": {
+            "compute_s": b.t_compute_s,
+            "hbm_s": b.t_hbm_s,
+            "link_s": b.t_link_s,
+            "latency_s": b.t_latency_s,
+        },
+        "flops": sum(op.flops for op in w.compute),
+        "peak_flops": b.peak_flops,
+        "hbm_bytes": w.hbm_bytes,
+        "hbm_bandwidth_Bps": b.system.hbm_bandwidth_Bps,
+        "link_bytes_per_rank": b.link_bytes_per_rank,
+        "link_bandwidth_Bps": b.link_bandwidth_Bps,
+        "link_tier": b.link_tier,
+        "comm": [
+            {
+                "name": op.name,
+                "kind": op.kind.value,
+                "size_bytes": op.size_bytes,
+                "group_size": op.group_size,
+                "reduction": op.reduction,
+                "producer": op.producer,
+                "consumer": op.consumer,
+            }
+            for op in w.comm
+        ],
+        "predictions": [_prediction(p) for p in b.predictions],
+        "recommendation": {
+            "mechanism": advice.best.mechanism.value,
+            "schedule": advice.best.schedule.value,
+            "comm_sms": advice.best.comm_sms,
+            "t_s": advice.best.t_s,
+            "baseline_t_s": advice.baseline.t_s if advice.baseline else None,
+            "headroom": advice.headroom,
+            "reason": advice.reason,
+            "facts": advice.facts,
+        },
+    }

@@ -1,0 +1,73 @@
+"""Transfer mechanisms and their alpha-beta-CTA model: t(bytes, ctas) = α + bytes / min(ctas·β_cta, β_peak)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Mechanism(StrEnum):
+    COPY_ENGINE = "copy-engine"  # host-issued DMA (cudaMemcpyAsync between peers); takes no SMs
+    SM_LOAD = "sm-load"  # kernel loads from peer memory (pull)
+    SM_STORE = "sm-store"  # kernel stores to peer memory (push)
+    TMA = "tma"  # Hopper+ bulk copies issued by one thread per CTA
+    MULTIMEM = "multimem"  # NVSwitch in-network reduction / multicast (NVLS)
+    NCCL = "nccl"  # NCCL's own collectives: the PyTorch baseline
+    NETWORK = "network"  # inter-node NIC path (GPUDirect RDMA), used by hierarchical algorithms
+
+
+class Schedule(StrEnum):
+    SERIAL = "serial"  # communication after compute, as PyTorch + NCCL does
+    INTRA_SM = "intra-sm"  # warp specialisation: comm and compute share the SMs, tile by tile
+    INTER_SM = "inter-sm"  # k SMs dedicated to communication, the rest compute
+    CE_OVERLAP = "ce-overlap"  # copy engine moves data while all SMs compute
+
+
+DEVICE_INITIATED = frozenset({Mechanism.SM_LOAD, Mechanism.SM_STORE, Mechanism.TMA, Mechanism.MULTIMEM})
+
+
+@dataclass(frozen=True)
+class TransferModel:
+    """One mechanism's fitted (or published) transfer model between two GPUs, one direction."""
+
+    mechanism: Mechanism
+    available: bool
+    latency_s: float  # α: from issue to the first transfer being usable at the peer (launch included)
+    peak_bandwidth_Bps: float  # β_peak: bytes/s one GPU moves out (or in) with this mechanism
+    per_cta_bandwidth_Bps: float | None  # β_cta; None for mechanisms that take no SMs
+    num_ctas_default: int = 0  # CTAs the mechanism uses when nobody chooses (NCCL's channels); 0 = as many as help
+    step_latency_s: float | None = None  # each further dependent step of one operation; None: α again
+
+    @property
+    def uses_sms(self) -> bool:
+        return self.per_cta_bandwidth_Bps is not None
+
+    def bandwidth_Bps(self, num_ctas: int | None = None) -> float:
+        """Bandwidth with `num_ctas` CTAs moving data; None means as many as it takes to saturate."""
+        if not self.uses_sms or num_ctas is None:
+            return self.peak_bandwidth_Bps
+        assert num_ctas >= 1, num_ctas
+        return min(num_ctas * self.per_cta_bandwidth_Bps, self.peak_bandwidth_Bps)
+
+    def latency_for(self, num_steps: int) -> float:
+        """α for the first dependent step, the step latency for each one after it."""
+        if num_steps <= 0:
+            return 0.0
+        step = self.latency_s if self.step_latency_s is None else self.step_latency_s
+        return self.latency_s + (num_steps - 1) * step
+
+    def time_s(self, num_bytes: float, num_ctas: int | None = None, *, num_steps: int = 1) -> float:
+        """Latency of `num_steps` dependent steps plus bytes over the bandwidth the CTAs reach."""
+        return self.latency_for(num_steps) + max(num_bytes, 0.0) / self.bandwidth_Bps(num_ctas)
+
+    def ctas_for(self, fraction: float = 0.9) -> int:
+        """CTAs needed to reach `fraction` of peak bandwidth (0 for the copy engine)."""
+        if not self.uses_sms:
+            return 0
+        return math.ceil(fraction * self.peak_bandwidth_Bps / self.per_cta_bandwidth_Bps - 1e-9)
+
+    def efficient_size_bytes(self, fraction: float = 0.9) -> float:
+        """Smallest message reaching `fraction` of peak: S/(α + S/β) ≥ f·β  ⇔  S ≥ f/(1−f)·α·β."""
+        assert 0 < fraction < 1, fraction
+        return fraction / (1 - fraction) * self.latency_s * self.peak_bandwidth_Bps

@@ -1,0 +1,191 @@
+"""The roofline and the predictions, against derivations written out in each test."""
+
+import dataclasses
+
+import pytest
+from conftest import make_system
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pkroof.rooflines import Mechanism, Schedule, advise, bound
+from pkroof.rooflines.workloads import BUILTINS, build
+
+S = 2**30
+
+
+def test_all_gather_roof_is_direct_traffic_at_best_peak(system):
+    # one-shot all-gather on 8 ranks: 7/8·S on the link; best peak among mechanisms: sm-*/tma 400 GB/s
+    # latency: one step at the smallest α (2 µs); HBM: read S/8, write S at 3 TB/s
+    b = bound(build("all-gather", 8, size=S), system)
+    assert b.link_bytes_per_rank == pytest.approx(7 / 8 * S)
+    assert b.link_bandwidth_Bps == pytest.approx(400e9)
+    assert b.t_link_s == pytest.approx(7 / 8 * S / 400e9)
+    assert b.t_latency_s == pytest.approx(2e-6)
+    assert b.t_hbm_s == pytest.approx((S / 8 + S) / 3e12)
+    assert b.t_roof_s == pytest.approx(7 / 8 * S / 400e9 + 2e-6)
+    assert b.limiter == "link"
+
+
+def test_all_reduce_roof_without_and_with_in_network_reduction():
+    plain = bound(build("all-reduce", 8, size=S), make_system())
+    assert plain.link_bytes_per_rank == pytest.approx(2 * 7 / 8 * S)
+    nvls = bound(build("all-reduce", 8, size=S), make_system(multimem=True))
+    assert nvls.link_bytes_per_rank == pytest.approx(S)  # the switch reduces: S each way
+    assert nvls.prediction(Mechanism.MULTIMEM, Schedule.SERIAL) is not None
+    assert plain.prediction(Mechanism.MULTIMEM, Schedule.SERIAL) is None
+
+
+def test_tiny_messages_are_latency_bound(system):
+    b = bound(build("all-reduce", 8, size=1024), system)
+    assert b.limiter == "latency"
+    # one-shot SM all-reduce: 1 step × 2 µs + 7 KiB at 100 SMs × 20 GB/s (capped at 400 GB/s)
+    p = b.prediction(Mechanism.SM_LOAD, Schedule.SERIAL)
+    assert p.t_s == pytest.approx(2e-6 + 7 * 1024 / 400e9)
+    assert p.algorithms == ("one-shot",)
+
+
+def test_nccl_serial_baseline_is_ring_at_its_channels():
+    # ring all-reduce: 2·7 steps × 3 µs + 2·7/8·S at 16 channels × 18.75 GB/s = 300 GB/s
+    b = bound(build("all-reduce", 8, size=S), make_system())
+    p = b.prediction(Mechanism.NCCL, Schedule.SERIAL)
+    assert p.algorithms == ("ring",)
+    assert p.comm_sms == 16
+    assert p.t_s == pytest.approx(14 * 3e-6 + 2 * 7 / 8 * S / 300e9)
+
+
+def test_copy_engine_all_reduce_pays_a_local_reduction():
+    # two-shot by copies (2·7/8·S at 380 GB/s, 2 steps × 10 µs) + a reduce kernel reading S, writing S/8 at 3 TB/s
+    b = bound(build("all-reduce", 8, size=S), make_system())
+    p = b.prediction(Mechanism.COPY_ENGINE, Schedule.SERIAL)
+    assert p.algorithms == ("two-shot",)
+    assert p.t_s == pytest.approx(2 * 10e-6 + 2 * 7 / 8 * S / 380e9 + (S + S / 8) / 3e12)
+
+
+def _gemm_rs(k, system, m=32768, n=32768):
+    return bound(build("gemm-reduce-scatter", system.world_size, m=m, n=n, k=k), system)
+
+
+def test_gemm_reduce_scatter_hiding_threshold():
+    # compute 2·M·N·K/R hides the reduce-scatter (P−1)/P·M·N·s/B iff K ≥ (P−1)/P·s·R/(2B)
+    system = make_system(flops=1000e12, peak=400e9)
+    k_star = 7 / 8 * 2 * 1000e12 / (2 * 400e9)  # = 2187.5
+    below, above = _gemm_rs(int(k_star * 0.8), system), _gemm_rs(int(k_star * 1.25), system)
+    assert below.limiter == "link" and above.limiter == "compute"
+    advice = advise(below)
+    assert advice.facts["k_threshold"] == pytest.approx(k_star, rel=1e-9)
+    assert "k*=2188" in advice.reason
+
+
+def test_inter_sm_compute_runs_on_the_remaining_sms():
+    system = make_system()
+    b = _gemm_rs(4096, system)
+    p = b.prediction(Mechanism.TMA, Schedule.INTER_SM)
+    k = p.comm_sms
+    assert 0 < k < system.sm_count
+    flops = 2 * 32768 * 32768 * 4096
+    assert p.compute_s == pytest.approx(flops / 1000e12 * system.sm_count / (system.sm_count - k))
+
+
+def test_every_schedule_appears_for_a_fused_gemm(system):
+    b = _gemm_rs(4096, system)
+    pairs = {(p.mechanism, p.schedule) for p in b.predictions}
+    assert (Mechanism.TMA, Schedule.INTRA_SM) in pairs
+    assert (Mechanism.SM_STORE, Schedule.INTER_SM) in pairs
+    assert (Mechanism.COPY_ENGINE, Schedule.CE_OVERLAP) in pairs
+    assert (Mechanism.NCCL, Schedule.SERIAL) in pairs
+    assert (Mechanism.COPY_ENGINE, Schedule.INTRA_SM) not in pairs  # the copy engine has no SMs to share
+
+
+def test_pure_collectives_only_have_serial_predictions(system):
+    b = bound(build("all-to-all", 8, size=S), system)
+    assert {p.schedule for p in b.predictions} == {Schedule.SERIAL}
+
+
+def test_serial_baseline_is_compute_then_comm():
+    # GEMM alone: max(2MNK/R, HBM bytes/BW); then the NCCL ring reduce-scatter 7/8·M·N·2 at 300 GB/s, 7 steps
+    system = make_system()
+    m = n = 32768
+    k = 4096
+    b = _gemm_rs(k, system)
+    p = b.prediction(Mechanism.NCCL, Schedule.SERIAL)
+    gemm_s = max(2 * m * n * k / 1000e12, 2 * (m * k + k * n + m * n) / 3e12)
+    comm_s = 7 / 8 * m * n * 2 / 300e9 + 7 * 3e-6
+    assert p.t_s == pytest.approx(gemm_s + comm_s)
+
+
+def test_multi_node_all_reduce_binds_on_the_nic():
+    # 2 nodes × 8. Inside the node: 2·7/8·S at 400 GB/s = 4.375 ps per byte of S.
+    # Across: all-reduce of S/8 over 2 nodes = 2·(1/2)·S/8 = S/8 at 20 GB/s per GPU = 6.25 ps/B: the NIC binds.
+    system = make_system(n=16, per_node=8, net_peak=20e9)
+    b = bound(build("all-reduce", 16, size=S), system)
+    assert b.link_tier == "scale-out"
+    assert b.link_bytes_per_rank == pytest.approx(S / 8)
+    assert b.t_link_s == pytest.approx(S / 8 / 20e9)
+    faster_nic = bound(build("all-reduce", 16, size=S), make_system(n=16, per_node=8, net_peak=50e9))
+    assert faster_nic.link_tier == "scale-up"  # S/8 at 50 GB/s = 2.5 ps/B < 4.375
+    assert faster_nic.t_link_s == pytest.approx(2 * 7 / 8 * S / 400e9)
+
+
+# ---- properties over random systems and shapes ----
+
+systems = st.builds(
+    make_system,
+    n=st.sampled_from([2, 4, 8]),
+    sms=st.integers(16, 160),
+    flops=st.floats(50e12, 5000e12),
+    hbm=st.floats(0.5e12, 10e12),
+    alpha=st.floats(0.3e-6, 20e-6),
+    peak=st.floats(10e9, 900e9),
+    per_cta=st.floats(1e9, 100e9),
+    ce_alpha=st.floats(1e-6, 50e-6),
+    ce_peak=st.floats(10e9, 900e9),
+    nccl_peak=st.floats(10e9, 900e9),
+    multimem=st.booleans(),
+)
+problems = st.sampled_from(sorted(BUILTINS))
+
+
+def _workload(name, n, scale):
+    if "size" in BUILTINS[name].defaults:
+        return build(name, n, size=n * 2 * 2**scale)
+    return build(name, n, m=n * 256 * scale, n=1024 * scale, k=512 * scale)
+
+
+@settings(max_examples=150, deadline=None)
+@given(system=systems, name=problems, scale=st.integers(1, 20))
+def test_roof_is_never_above_any_prediction(system, name, scale):
+    b = bound(_workload(name, system.world_size, scale), system)
+    assert b.predictions
+    for p in b.predictions:
+        assert b.t_roof_s <= p.t_s * (1 + 1e-9), (p.mechanism, p.schedule)
+
+
+@settings(max_examples=100, deadline=None)
+@given(system=systems, name=problems, scale=st.integers(1, 12))
+def test_bigger_problems_never_take_less_time(system, name, scale):
+    small = bound(_workload(name, system.world_size, scale), system)
+    large = bound(_workload(name, system.world_size, scale + 1), system)
+    assert large.t_roof_s >= small.t_roof_s
+    assert large.predictions[0].t_s >= small.predictions[0].t_s * (1 - 1e-9)
+
+
+def _faster(system, factor):
+    mechs = {
+        k: dataclasses.replace(
+            m,
+            peak_bandwidth_Bps=m.peak_bandwidth_Bps * factor,
+            per_cta_bandwidth_Bps=m.per_cta_bandwidth_Bps and m.per_cta_bandwidth_Bps * factor,
+        )
+        for k, m in system.mechanisms.items()
+    }
+    return dataclasses.replace(system, mechanisms=mechs)
+
+
+@settings(max_examples=100, deadline=None)
+@given(system=systems, name=problems, scale=st.integers(1, 12), factor=st.floats(1.0, 4.0))
+def test_more_bandwidth_is_never_slower(system, name, scale, factor):
+    w = _workload(name, system.world_size, scale)
+    slow, fast = bound(w, system), bound(w, _faster(system, factor))
+    assert fast.t_roof_s <= slow.t_roof_s * (1 + 1e-12)
+    for p in fast.predictions:
+        q = slow.prediction(p.mechanism, p.schedule)
+        assert p.t_s <= q.t_s * (1 + 1e-9), (p.mechanism, p.schedule)

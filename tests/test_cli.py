@@ -1,0 +1,178 @@
+"""The CLI end to end: documented JSON, text views, bad input as one line and exit 2."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from pkroof.cli import app
+
+runner = CliRunner()
+GiB = 2**30
+
+
+def _json(*args):
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_all_gather_on_h100_moves_seven_eighths_of_the_output():
+    out = _json("bound", "all-gather", "--topology", "hgx-h100-8", "--size", "1GiB")
+    assert out["world_size"] == 8
+    assert out["link_bytes_per_rank"] == pytest.approx(7 / 8 * GiB)
+    assert out["terms"]["link_s"] == pytest.approx(out["link_bytes_per_rank"] / out["link_bandwidth_Bps"])
+    assert out["limiter"] in ("compute", "hbm", "link", "latency")
+    assert out["t_roof_s"] == pytest.approx(
+        max(out["terms"]["compute_s"], out["terms"]["hbm_s"], out["terms"]["link_s"]) + out["terms"]["latency_s"]
+    )
+
+
+def test_all_reduce_on_a100_moves_twice_seven_eighths():
+    # no in-network reduction on NVSwitch gen2: the best algorithm moves 2·(n−1)/n·S per rank
+    out = _json("bound", "all-reduce", "--topology", "dgx-a100-8", "--size", "1GiB")
+    assert out["link_bytes_per_rank"] == pytest.approx(2 * 7 / 8 * GiB)
+
+
+def test_bound_json_has_the_documented_keys():
+    out = _json("bound", "gemm-all-reduce", "--topology", "hgx-h200-8")
+    for key in (
+        "problem",
+        "topology",
+        "world_size",
+        "t_roof_s",
+        "limiter",
+        "terms",
+        "link_bytes_per_rank",
+        "link_bandwidth_Bps",
+        "peak_flops",
+        "predictions",
+        "recommendation",
+    ):
+        assert key in out
+    assert set(out["terms"]) == {"compute_s", "hbm_s", "link_s", "latency_s"}
+    for p in out["predictions"]:
+        assert {"mechanism", "schedule", "comm_sms", "t_s"} <= set(p)
+        assert p["t_s"] >= out["t_roof_s"]
+    rec = out["recommendation"]
+    assert {"mechanism", "schedule", "t_s", "reason"} <= set(rec)
+    assert rec["t_s"] == min(p["t_s"] for p in out["predictions"])
+
+
+def _gemm_rs(k):
+    return _json(
+        "bound",
+        "gemm-reduce-scatter",
+        "--topology",
+        "hgx-h100-8",
+        "--param",
+        "m=32768",
+        "--param",
+        "n=32768",
+        "--param",
+        f"k={k}",
+    )
+
+
+def test_gemm_reduce_scatter_on_h100_link_bound_at_512_compute_bound_at_8192():
+    # hiding threshold K* = (P−1)/P · s·R/(2B) = 7/8 · 2·989e12 / (2·369e9) ≈ 2345: 512 below, 8192 above
+    low, high = _gemm_rs(512), _gemm_rs(8192)
+    assert low["limiter"] == "link"
+    assert high["limiter"] == "compute"
+    for out, k in ((low, 512), (high, 8192)):
+        assert out["t_roof_s"] >= 2 * 32768 * 32768 * k / out["peak_flops"]
+
+
+def test_gemm_reduce_scatter_roof_is_below_published_fused_kernels():
+    # ParallelKittens' benchmark of M=N=32768, K=4096 per rank, bf16, 8 GPUs: fused 12.524 ms,
+    # cuBLAS + NCCL 17.725 ms (their tp_matmul_summary.csv). The roof must not exceed what was achieved.
+    out = _gemm_rs(4096)
+    assert out["t_roof_s"] <= 12.524e-3
+    nccl = next(p for p in out["predictions"] if (p["mechanism"], p["schedule"]) == ("nccl", "serial"))
+    assert nccl["t_s"] <= 17.725e-3  # the model's serial baseline is not slower than the real one
+
+
+def test_advise_prints_a_recommendation_and_reason():
+    result = runner.invoke(app, ["advise", "gemm-reduce-scatter", "--topology", "hgx-h100-8"])
+    assert result.exit_code == 0, result.output
+    assert "build " in result.stdout and "why:" in result.stdout
+    assert "k*=" in result.stdout
+
+
+def test_presets_and_topology_show():
+    result = runner.invoke(app, ["presets"])
+    assert result.exit_code == 0
+    for name in ("hgx-h100-8", "hgx-h200-8", "hgx-b200-8", "gb200-nvl72", "dgx-a100-8", "pcie-l40s-8"):
+        assert name in result.stdout
+    shown = runner.invoke(app, ["topology", "show", "hgx-h100-8"])
+    assert shown.exit_code == 0 and "NVIDIA H100 80GB HBM3" in shown.stdout and "sources:" in shown.stdout
+    as_json = runner.invoke(app, ["topology", "show", "hgx-h100-8", "--json", "--nodes", "2"])
+    assert json.loads(as_json.stdout)["nodes"] == 2
+
+
+def test_topology_file_works_everywhere(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text(runner.invoke(app, ["topology", "show", "dgx-a100-8", "--json"]).stdout)
+    out = _json("bound", "all-reduce", "--topology", str(path), "--size", "1GiB")
+    assert out["link_bytes_per_rank"] == pytest.approx(2 * 7 / 8 * GiB)
+
+
+def test_multi_node_world_size_and_nodes():
+    out = _json("bound", "all-reduce", "--topology", "hgx-h100-8", "--nodes", "4", "--size", "1GiB")
+    assert out["world_size"] == 32 and out["nodes"] == 4
+    assert out["link_tier"] == "scale-out"
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["bound", "all-gatherr"], "unknown problem 'all-gatherr'"),
+        (["bound", "all-gather", "--topology", "hgx-h20-8"], "unknown topology 'hgx-h20-8'"),
+        (["bound", "all-gather", "--dtype", "fp6"], "unknown dtype 'fp6'"),
+        (["bound", "gemm-reduce-scatter", "--param", "q=3"], "has no parameter q"),
+        (["bound", "gemm-reduce-scatter", "--param", "m=1001"], "m=1001 is not divisible by the world size 8"),
+        (["bound", "all-gather", "--size", "1002"], "501 bf16 elements do not split evenly over 8 ranks"),
+        (["bound", "all-gather", "--size", "1001", "--dtype", "fp32"], "not a whole number of fp32 elements"),
+        (["bound", "all-gather", "--world-size", "1"], "world size must be at least 2"),
+        (["bound", "all-gather", "--world-size", "16"], "larger than hgx-h100-8's 8 GPUs"),
+        (["bound", "all-gather", "--size", "lots"], "cannot read size 'lots'"),
+        (["bound", "gemm-reduce-scatter", "--size", "1GiB"], "--size applies to collectives"),
+        (["bound", "gemm-reduce-scatter", "--topology", "dgx-a100-8", "--dtype", "fp8"], "has no fp8 peak"),
+        (["advise", "all-reduce", "--param", "size"], "--param takes name=value"),
+        (["topology", "show", "/nonexistent/t.json"], "cannot read"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, expected):
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert expected in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.output
+
+
+def test_malformed_topology_file_exits_2(tmp_path):
+    bad = tmp_path / "bad.json"
+    data = json.loads(runner.invoke(app, ["topology", "show", "hgx-h100-8", "--json"]).stdout)
+    data["gpu"]["hbm_bandwidth_Bps"] = -1
+    bad.write_text(json.dumps(data))
+    result = runner.invoke(app, ["bound", "all-reduce", "--topology", str(bad)])
+    assert result.exit_code == 2
+    assert "gpu.hbm_bandwidth_Bps: must be positive" in result.stderr
+
+
+def test_console_script_runs_without_torch_in_a_subprocess():
+    # `bound` must not import torch, pynvml or plotly: check what the process actually loaded
+    code = (
+        "import sys; from typer.testing import CliRunner; from pkroof.cli import app; "
+        "r = CliRunner().invoke(app, ['bound', 'all-reduce', '--json']); assert r.exit_code == 0, r.output; "
+        "print(sorted(m for m in ('torch', 'pynvml', 'plotly') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_no_arguments_prints_help():
+    result = runner.invoke(app, [])
+    assert "bound" in result.output and "advise" in result.output

@@ -1,0 +1,36 @@
+"""The transfer model t(bytes, ctas) = α + bytes / min(ctas·β_cta, β_peak), derived by hand."""
+
+import pytest
+from pkroof.rooflines import Mechanism, TransferModel
+
+TMA = TransferModel(Mechanism.TMA, True, 2e-6, 350e9, 350e9 / 15)
+CE = TransferModel(Mechanism.COPY_ENGINE, True, 10e-6, 369e9, None)
+
+
+def test_time_is_alpha_plus_bytes_over_cta_limited_bandwidth():
+    # 4 CTAs × 23.3 GB/s = 93.3 GB/s < peak, so 1 GiB takes 2 µs + 2^30 / 93.3e9
+    assert TMA.time_s(2**30, 4) == pytest.approx(2e-6 + 2**30 / (4 * 350e9 / 15))
+    # 30 CTAs would give 700 GB/s: capped at the 350 GB/s peak
+    assert TMA.time_s(2**30, 30) == pytest.approx(2e-6 + 2**30 / 350e9)
+
+
+def test_copy_engine_takes_no_sms():
+    assert not CE.uses_sms
+    assert CE.ctas_for(0.9) == 0
+    assert CE.time_s(2**30, 64) == CE.time_s(2**30)  # CTAs do not matter
+
+
+def test_ctas_to_reach_a_fraction_of_peak():
+    assert TMA.ctas_for(1.0) == 15  # 350 / (350/15)
+    assert TMA.ctas_for(0.9) == 14  # ⌈0.9 × 15⌉ = ⌈13.5⌉
+
+
+def test_efficient_size_is_nine_alpha_beta_at_ninety_percent():
+    # S/(α + S/β) = 0.9β  ⇔  S = 9αβ: 9 × 10 µs × 369 GB/s = 33.21 MB
+    s = CE.efficient_size_bytes(0.9)
+    assert s == pytest.approx(9 * 10e-6 * 369e9)
+    assert s / CE.time_s(s) == pytest.approx(0.9 * 369e9)
+
+
+def test_steps_multiply_alpha():
+    assert TMA.time_s(0, 4, num_steps=3) == pytest.approx(3 * 2e-6)

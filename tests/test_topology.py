@@ -1,0 +1,136 @@
+"""Topology data model: presets, JSON round trip, and refusal of malformed files with the field named."""
+
+import copy
+import json
+
+import pytest
+from pkroof.topology import PRESETS, SCHEMA, TopologyError, dumps, from_dict, load, preset, resolve, to_dict
+
+REQUIRED_PRESETS = {"hgx-h100-8", "hgx-h200-8", "hgx-b200-8", "gb200-nvl72", "dgx-a100-8", "pcie-l40s-8"}
+
+
+def test_every_required_preset_exists():
+    assert set(PRESETS) >= REQUIRED_PRESETS
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_presets_round_trip_through_json(name):
+    t = preset(name)
+    again = from_dict(json.loads(dumps(t)))
+    assert again == t
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_every_number_in_a_preset_is_sourced(name):
+    t = preset(name)
+    assert t.basis("gpu.hbm_bandwidth_Bps") in ("nominal", "measured")
+    assert t.basis("scaleup.link_bandwidth_Bps") == "nominal"
+    for mech, spec in t.mechanisms.items():
+        if spec.available:
+            assert t.basis(f"mechanisms.{mech}.peak_bandwidth_Bps") in ("nominal", "measured")
+            assert t.basis(f"mechanisms.{mech}.latency_s") in ("nominal", "measured")
+    for source in t.sources.values():
+        assert source.cite.strip()
+
+
+def test_h100_carries_the_published_achieved_rates():
+    # ParallelKittens, 1 GB transfers on 8xH100: copy engine 368.82, TMA 350.01, SM ld/st 342.68 GB/s of 450;
+    # TMA saturates the link with 15 SMs, ld/st needs 76
+    t = preset("hgx-h100-8")
+    assert t.scaleup.total_bandwidth_Bps == pytest.approx(18 * 25e9)
+    m = t.mechanisms
+    assert m["copy-engine"].peak_bandwidth_Bps == pytest.approx(368.82e9)
+    assert m["tma"].peak_bandwidth_Bps == pytest.approx(350.01e9)
+    assert m["sm-load"].peak_bandwidth_Bps == pytest.approx(342.68e9)
+    assert m["copy-engine"].per_cta_bandwidth_Bps is None
+    system = t.system()
+    from pkroof.rooflines import Mechanism
+
+    assert system.mechanisms[Mechanism.TMA].ctas_for(1.0) == 15
+    assert system.mechanisms[Mechanism.SM_LOAD].ctas_for(1.0) == 76
+    assert t.basis("mechanisms.tma.peak_bandwidth_Bps") == "measured"
+
+
+def test_gpu_names_are_exact_nvml_strings():
+    assert preset("hgx-h100-8").gpu.name == "NVIDIA H100 80GB HBM3"
+    assert preset("hgx-h200-8").gpu.name == "NVIDIA H200"
+    assert preset("dgx-a100-8").gpu.name == "NVIDIA A100-SXM4-80GB"
+
+
+def test_chips_without_a_feature_say_so():
+    a100 = preset("dgx-a100-8")
+    assert "fp8" not in a100.gpu.peak_flops
+    assert not a100.mechanisms["tma"].available and a100.mechanisms["tma"].note
+    assert not a100.mechanisms["multimem"].available and not a100.scaleup.multicast
+    assert preset("hgx-h100-8").scaleup.multicast
+
+
+def test_nodes_join_by_nics_with_ndr_default():
+    t = resolve("pcie-l40s-8", nodes=4)  # no NICs of its own: one NDR 400 Gb/s port per GPU
+    assert t.nodes == 4 and t.num_gpus == 32
+    assert t.nic.rate_Bps == pytest.approx(400e9 / 8)
+    assert t.nic.count_per_node == 8 and t.nic.rail_aligned
+    system = t.system()
+    assert system.num_nodes == 4
+    assert system.network.peak_bandwidth_Bps == pytest.approx(400e9 / 8)  # 8 NICs shared by 8 GPUs
+    a100 = resolve("dgx-a100-8", nodes=2)  # its own HDR 200 Gb/s NICs
+    assert a100.nic.rate_Bps == pytest.approx(200e9 / 8)
+    assert from_dict(to_dict(t)) == t
+
+
+def test_file_round_trip(tmp_path):
+    path = tmp_path / "node.json"
+    path.write_text(dumps(preset("hgx-b200-8")))
+    assert resolve(str(path)) == preset("hgx-b200-8")
+
+
+# ---- malformed files: one error naming the field ----
+
+
+def _broken(mutate):
+    data = copy.deepcopy(to_dict(preset("hgx-h100-8")))
+    mutate(data)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (lambda d: d.update(schema="pkroof.topology/0"), "schema"),
+        (lambda d: d["gpu"].update(hbm_bandwith_Bps=1.0), "gpu.hbm_bandwith_Bps: unknown key"),
+        (lambda d: d["gpu"].pop("sm_count"), "gpu.sm_count: missing"),
+        (lambda d: d["gpu"].update(hbm_bandwidth_Bps=-3e12), "gpu.hbm_bandwidth_Bps: must be positive"),
+        (lambda d: d["mechanisms"]["tma"].update(peak_bandwidth_Bps=-1), "mechanisms.tma.peak_bandwidth_Bps"),
+        (lambda d: d["mechanisms"]["tma"].update(peak_bandwidth_Bps=900e9), "exceeds the scale-up link"),
+        (lambda d: d["mechanisms"].pop("nccl"), "mechanisms.nccl: missing"),
+        (lambda d: d["mechanisms"].update(warp={}), "mechanisms.warp"),
+        (lambda d: d["scaleup"].update(links_per_gpu="18"), "scaleup.links_per_gpu: expected a whole number"),
+        (lambda d: d["scaleup"].update(kind="infinityfabric"), "scaleup.kind"),
+        (lambda d: d["gpu"]["sources"].pop("sm_count"), "gpu.sources.sm_count: missing"),
+        (lambda d: d["gpu"]["sources"].update(sm_count="nowhere"), "unknown source 'nowhere'"),
+        (lambda d: d["sources"]["pk-2025"].update(basis="guessed"), "sources.pk-2025.basis"),
+        (lambda d: d.update(nodes=2, nic=None), "nic: 2 nodes need a network"),
+        (lambda d: d["scaleup"].update(multicast=False), "multimem.available: the scale-up fabric has no multicast"),
+    ],
+)
+def test_malformed_topologies_are_refused_naming_the_field(mutate, expected):
+    with pytest.raises(TopologyError) as err:
+        from_dict(_broken(mutate))
+    message = str(err.value)
+    assert expected in message
+    assert "\n" not in message
+
+
+def test_load_reports_path_and_json_errors(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{ not json")
+    with pytest.raises(TopologyError, match="bad.json: not JSON"):
+        load(bad)
+    with pytest.raises(TopologyError, match="cannot read"):
+        load(tmp_path / "missing.json")
+    assert SCHEMA.startswith("pkroof.topology/")
+
+
+def test_unknown_preset_names_the_choices():
+    with pytest.raises(ValueError, match="unknown topology 'hgx-h20-8'.*hgx-h200-8"):
+        resolve("hgx-h20-8")

@@ -1,0 +1,262 @@
+"""The Topology: plain frozen data about a node (or N of them), every number tied to a cited source.
+
+Each record carries `sources`: field name → id of an entry in `Topology.sources`, whose `basis` says
+whether the number is nominal (a datasheet or spec) or measured (a published run, or `pkroof probe`).
+Records check themselves on construction and raise ValueError naming the field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field, replace
+
+from pkroof.rooflines import Mechanism, System, TransferModel
+
+BASES = ("nominal", "measured")
+SCALEUP_KINDS = ("nvswitch", "nvlink", "pcie")
+NIC_KINDS = ("infiniband", "roce", "ethernet")
+MECHANISMS = tuple(m.value for m in Mechanism if m is not Mechanism.NETWORK)
+
+
+@dataclass(frozen=True)
+class Source:
+    basis: str  # "nominal" or "measured"
+    cite: str  # document and place in it, or the command, host and date of a measurement
+
+    def __post_init__(self) -> None:
+        if self.basis not in BASES:
+            raise ValueError(f"basis: must be one of {', '.join(BASES)}, got {self.basis!r}")
+        if not self.cite.strip():
+            raise ValueError("cite: must say where the number comes from")
+
+
+def _numbers(record: object) -> list[str]:
+    """Names of the numeric fields of a record that hold a number (0 and None mean 'not set')."""
+    out = []
+    for f in dataclasses.fields(record):
+        value = getattr(record, f.name)
+        if f.name != "sources" and not isinstance(value, bool) and isinstance(value, (int, float, dict)) and value:
+            out.append(f.name)
+    return out
+
+
+def _check_record(record: object, *, positive: tuple[str, ...], sourced: bool = True) -> None:
+    for name in positive:
+        value = getattr(record, name)
+        if value is not None and not value > 0:
+            raise ValueError(f"{name}: must be positive, got {value}")
+    for f in dataclasses.fields(record):
+        value = getattr(record, f.name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+            raise ValueError(f"{f.name}: must not be negative, got {value}")
+    for name in _numbers(record):
+        if sourced and name not in record.sources:
+            raise ValueError(f"sources.{name}: missing (every number says where it comes from)")
+    unknown = set(record.sources) - {f.name for f in dataclasses.fields(record)}
+    if unknown:
+        raise ValueError(f"sources.{sorted(unknown)[0]}: names no field of this record")
+
+
+@dataclass(frozen=True)
+class GPU:
+    name: str  # exact NVML product name, e.g. "NVIDIA H100 80GB HBM3"
+    arch: str  # "ampere", "ada", "hopper", "blackwell"
+    sm_count: int
+    hbm_capacity_bytes: int
+    hbm_bandwidth_Bps: float
+    peak_flops: dict[str, float]  # dense tensor-core FLOP/s per dtype (fp32: the non-tensor rate)
+    sources: dict[str, str]
+
+    def __post_init__(self) -> None:
+        _check_record(self, positive=("sm_count", "hbm_capacity_bytes", "hbm_bandwidth_Bps"))
+        for dtype, value in self.peak_flops.items():
+            if not value > 0:
+                raise ValueError(f"peak_flops.{dtype}: must be positive, got {value}")
+
+
+@dataclass(frozen=True)
+class ScaleUp:
+    """How the GPUs of one node reach each other, per GPU and per direction."""
+
+    kind: str  # "nvswitch", "nvlink" (direct mesh) or "pcie"
+    generation: str  # "NVLink 4.0", "PCIe 4.0 x16", ...
+    links_per_gpu: int
+    link_bandwidth_Bps: float  # one link, one direction
+    switches_per_node: int  # NVSwitch chips (0 for a direct mesh or PCIe)
+    multicast: bool  # the switches do NVLS multicast / in-network reduction
+    sources: dict[str, str]
+
+    def __post_init__(self) -> None:
+        if self.kind not in SCALEUP_KINDS:
+            raise ValueError(f"kind: must be one of {', '.join(SCALEUP_KINDS)}, got {self.kind!r}")
+        _check_record(self, positive=("links_per_gpu", "link_bandwidth_Bps"))
+        if self.multicast and self.kind != "nvswitch":
+            raise ValueError("multicast: only NVSwitch fabrics multicast")
+
+    @property
+    def total_bandwidth_Bps(self) -> float:
+        return self.links_per_gpu * self.link_bandwidth_Bps
+
+
+@dataclass(frozen=True)
+class MechanismSpec:
+    """One transfer mechanism's model on this node: t(bytes, ctas) = α + bytes / min(ctas·β_cta, β_peak)."""
+
+    available: bool
+    latency_s: float
+    peak_bandwidth_Bps: float
+    per_cta_bandwidth_Bps: float | None  # None: takes no SMs (copy engine)
+    num_ctas_default: int = 0  # CTAs it uses when nobody chooses (NCCL's channels); 0: as many as help
+    note: str = ""  # why it is unavailable, or how its numbers were derived
+    step_latency_s: float | None = None  # each further dependent step of one operation; None: latency_s again
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.available:
+            _check_record(self, positive=("latency_s", "peak_bandwidth_Bps", "per_cta_bandwidth_Bps"))
+        else:
+            _check_record(self, positive=(), sourced=False)
+            if not self.note:
+                raise ValueError("note: an unavailable mechanism says why")
+
+    def model(self, mechanism: Mechanism) -> TransferModel:
+        return TransferModel(
+            mechanism,
+            self.available,
+            self.latency_s,
+            self.peak_bandwidth_Bps,
+            self.per_cta_bandwidth_Bps,
+            self.num_ctas_default,
+            self.step_latency_s,
+        )
+
+
+@dataclass(frozen=True)
+class NIC:
+    kind: str  # "infiniband", "roce" or "ethernet"
+    model: str  # "ConnectX-7"
+    count_per_node: int
+    rate_Bps: float  # one NIC, one direction (NDR 400 Gb/s = 50e9 B/s)
+    latency_s: float  # one-way, GPU to GPU through the network
+    gpudirect_rdma: bool
+    rail_aligned: bool  # NIC i of every node on one rail switch
+    sources: dict[str, str]
+
+    def __post_init__(self) -> None:
+        if self.kind not in NIC_KINDS:
+            raise ValueError(f"kind: must be one of {', '.join(NIC_KINDS)}, got {self.kind!r}")
+        _check_record(self, positive=("count_per_node", "rate_Bps", "latency_s"))
+
+
+@dataclass(frozen=True)
+class Topology:
+    name: str
+    description: str
+    nodes: int
+    gpus_per_node: int
+    gpu: GPU
+    scaleup: ScaleUp
+    mechanisms: dict[str, MechanismSpec]  # every mechanism in MECHANISMS, available or not
+    nic: NIC | None  # per node; None for a single node with no scale-out network
+    sources: dict[str, Source]
+
+    def __post_init__(self) -> None:
+        if self.nodes < 1:
+            raise ValueError(f"nodes: must be at least 1, got {self.nodes}")
+        if self.gpus_per_node < 1:
+            raise ValueError(f"gpus_per_node: must be at least 1, got {self.gpus_per_node}")
+        for name in MECHANISMS:
+            if name not in self.mechanisms:
+                raise ValueError(f"mechanisms.{name}: missing (list it, with available: false if it cannot run)")
+        for name, spec in self.mechanisms.items():
+            if name not in MECHANISMS:
+                raise ValueError(f"mechanisms.{name}: unknown mechanism (known: {', '.join(MECHANISMS)})")
+            if spec.available and spec.peak_bandwidth_Bps > self.scaleup.total_bandwidth_Bps * 1.0001:
+                raise ValueError(
+                    f"mechanisms.{name}.peak_bandwidth_Bps: {spec.peak_bandwidth_Bps:.4g} exceeds the scale-up "
+                    f"link's {self.scaleup.total_bandwidth_Bps:.4g} B/s per direction"
+                )
+        if self.mechanisms["multimem"].available and not self.scaleup.multicast:
+            raise ValueError("mechanisms.multimem.available: the scale-up fabric has no multicast")
+        if self.nodes > 1 and self.nic is None:
+            raise ValueError(f"nic: {self.nodes} nodes need a network between them")
+        for path, record in self._records():
+            for field_name, source_id in record.sources.items():
+                if source_id not in self.sources:
+                    raise ValueError(f"{path}.sources.{field_name}: unknown source {source_id!r}")
+
+    def _records(self) -> list[tuple[str, object]]:
+        out: list[tuple[str, object]] = [("gpu", self.gpu), ("scaleup", self.scaleup)]
+        out += [(f"mechanisms.{k}", v) for k, v in self.mechanisms.items()]
+        if self.nic is not None:
+            out.append(("nic", self.nic))
+        return out
+
+    @property
+    def num_gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    def basis(self, path: str) -> str:
+        """'nominal' or 'measured' for a field given as 'gpu.hbm_bandwidth_Bps' (or 'nic.rate_Bps', ...)."""
+        record_path, _, field_name = path.rpartition(".")
+        record = dict(self._records())[record_path]
+        return self.sources[record.sources[field_name]].basis
+
+    def with_nodes(self, nodes: int, nic: NIC | None = None) -> Topology:
+        """`nodes` copies of this node joined by `nic`, else its own NICs, else one NDR 400 port per GPU."""
+        sources = dict(self.sources)
+        nic = nic or self.nic
+        if nic is None and nodes > 1:
+            nic = default_nic(self.gpus_per_node)
+            sources |= {k: v for k, v in DEFAULT_NIC_SOURCES.items() if k not in sources}
+        name = self.name if nodes == 1 else f"{self.name.split('@')[0]}@{nodes}"
+        return replace(self, name=name, nodes=nodes, nic=nic, sources=sources)
+
+    def system(self, world_size: int | None = None) -> System:
+        """The numbers the roofline needs for a run of `world_size` ranks (default: every GPU)."""
+        world = world_size or self.num_gpus
+        if world > self.num_gpus:
+            raise ValueError(f"world size {world} is larger than {self.name}'s {self.num_gpus} GPUs")
+        if world < 2:
+            raise ValueError(f"world size must be at least 2, got {world}")
+        per_node = min(world, self.gpus_per_node)
+        network = None
+        if world > self.gpus_per_node:
+            assert self.nic is not None
+            share = self.nic.rate_Bps * self.nic.count_per_node / self.gpus_per_node
+            network = TransferModel(Mechanism.NETWORK, True, self.nic.latency_s, share, None)
+        return System(
+            name=self.name,
+            world_size=world,
+            ranks_per_node=per_node,
+            sm_count=self.gpu.sm_count,
+            peak_flops=self.gpu.peak_flops,
+            hbm_bandwidth_Bps=self.gpu.hbm_bandwidth_Bps,
+            link_bandwidth_Bps=self.scaleup.total_bandwidth_Bps,
+            mechanisms={Mechanism(k): v.model(Mechanism(k)) for k, v in self.mechanisms.items()},
+            network=network,
+        )
+
+
+# The default way to join nodes: one NDR InfiniBand port (400 Gb/s) per GPU, rail-aligned
+DEFAULT_NIC_SOURCES = {
+    "cx7-ndr": Source("nominal", "NVIDIA ConnectX-7 adapter datasheet: InfiniBand NDR, 400 Gb/s per port"),
+    "ib-latency-assumed": Source(
+        "nominal",
+        "assumption, not a measurement: 3 µs GPU-to-GPU one way through "
+        "one InfiniBand switch level with GPUDirect RDMA",
+    ),
+}
+
+
+def default_nic(gpus_per_node: int) -> NIC:
+    return NIC(
+        kind="infiniband",
+        model="ConnectX-7",
+        count_per_node=gpus_per_node,
+        rate_Bps=400e9 / 8,
+        latency_s=3e-6,
+        gpudirect_rdma=True,
+        rail_aligned=True,
+        sources={"count_per_node": "cx7-ndr", "rate_Bps": "cx7-ndr", "latency_s": "ib-latency-assumed"},
+    )
