@@ -41,7 +41,8 @@ def topology_text(t: Topology) -> str:
     lines = [
         f"{t.name}: {t.description}",
         f"  {t.nodes} node(s) x {t.gpus_per_node} {g.name} ({g.arch}, {g.sm_count} SMs, "
-        f"{fmt_bytes(g.hbm_capacity_bytes)} HBM at {fmt_Bps(g.hbm_bandwidth_Bps)} [{_tag(t, 'gpu.hbm_bandwidth_Bps')}])",
+        f"{fmt_bytes(g.hbm_capacity_bytes)} HBM at {fmt_Bps(g.hbm_bandwidth_Bps)} "
+        f"[{_tag(t, 'gpu.hbm_bandwidth_Bps')}])",
         "  dense peak: "
         + ", ".join(f"{k} {fmt_flops(v)}" for k, v in g.peak_flops.items())
         + f" [{_tag(t, 'gpu.peak_flops')}]",

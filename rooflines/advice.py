@@ -54,7 +54,8 @@ def _hiding_sentence(b: Bound, facts: dict[str, float]) -> str | None:
     threshold = value * b.t_link_s / b.t_compute_s  # t_compute ∝ value, so t_compute = t_link at this value
     facts |= {name: value, f"{name}_threshold": threshold}
     verdict = "compute can hide the communication" if value >= threshold else "compute cannot hide the communication"
-    return f"{name}={value:g} {'≥' if value >= threshold else '<'} {name}*={threshold:.0f} (t_compute = t_link there): {verdict}"
+    side = "≥" if value >= threshold else "<"
+    return f"{name}={value:g} {side} {name}*={threshold:.0f} (t_compute = t_link there): {verdict}"
 
 
 def _mechanism_sentence(b: Bound, best: Prediction, facts: dict[str, float]) -> str:

@@ -4,7 +4,7 @@
 
 t_compute: FLOPs at the dtype's dense peak on every SM; t_hbm: minimal HBM bytes at HBM bandwidth; t_link:
 the fewest bytes any available algorithm must put on the busiest rank's link, at the fastest available
-mechanism's peak (the slower tier across nodes); t_latency: the fewest dependent steps times the smallest α.
+mechanism's peak (the slower tier across nodes); t_latency: the cheapest chain of dependent steps.
 Latency is counted outside the max because the first message of a pipeline cannot hide behind anything.
 
 A prediction charges what its pair really costs: the mechanism's α and bandwidth at the CTAs it gets, the
@@ -14,9 +14,10 @@ SMs communication takes away from compute, HBM staging where comm and compute me
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
-from .collectives import Algorithm, Collective, Traffic, hierarchical_traffic, traffic
+from .collectives import ZERO, Algorithm, Collective, TieredTraffic, Traffic, hierarchical_traffic, traffic
 from .mechanisms import DEVICE_INITIATED, Mechanism, Schedule, TransferModel
 from .system import System
 from .workload import CommOp, Workload
@@ -62,34 +63,40 @@ class OpCost:
         return self.bandwidth_s + self.latency_s
 
 
+def _op_traffic(op: CommOp, system: System, algorithm: Algorithm, size: float) -> TieredTraffic | None:
+    """Busiest rank's traffic per tier; a group within one node has no scale-out traffic."""
+    g = min(op.group_size, system.ranks_per_node)
+    if op.group_size > system.ranks_per_node:
+        return hierarchical_traffic(op.kind, size, g, op.group_size // g, intra=algorithm)
+    t = traffic(op.kind, algorithm, size, g)
+    return None if t is None else TieredTraffic(t, ZERO)
+
+
+def _network_s(tiers: TieredTraffic, system: System) -> tuple[float, float]:
+    """(bandwidth seconds, latency seconds) of the scale-out part, zero on one node."""
+    if not tiers.scaleout.num_steps:
+        return 0.0, 0.0
+    net = system.network
+    assert net is not None
+    return tiers.scaleout.bytes / net.peak_bandwidth_Bps, net.latency_for(tiers.scaleout.num_steps)
+
+
 def _cost(
     op: CommOp, system: System, m: TransferModel, num_ctas: int | None, read_multiplier: int = 1
 ) -> OpCost | None:
     """Cheapest algorithm of mechanism `m` for `op` with `num_ctas` CTAs; None if `m` cannot do it."""
     best: OpCost | None = None
-    g = min(op.group_size, system.ranks_per_node)
-    multi_node = op.group_size > system.ranks_per_node
+    size = op.size_bytes * read_multiplier
     for alg in _algorithms(m.mechanism, op.kind):
-        size = op.size_bytes * read_multiplier
-        if multi_node:
-            tiers = hierarchical_traffic(op.kind, size, g, op.group_size // g, intra=alg)
-            if tiers is None:
-                continue
-            net = system.network
-            assert net is not None
-            up_s = tiers.scaleup.bytes / m.bandwidth_Bps(num_ctas) if tiers.scaleup.bytes else 0.0
-            bw_s = max(up_s, tiers.scaleout.bytes / net.bandwidth_Bps())
-            lat_s = m.latency_for(tiers.scaleup.num_steps) + net.latency_for(tiers.scaleout.num_steps)
-            t = tiers.scaleup + tiers.scaleout
-        else:
-            t = traffic(op.kind, alg, size, g)
-            if t is None:
-                continue
-            bw_s = t.bytes / m.bandwidth_Bps(num_ctas)
-            lat_s = m.latency_for(t.num_steps)
+        tiers = _op_traffic(op, system, alg, size)
+        if tiers is None:
+            continue
+        net_bw_s, net_lat_s = _network_s(tiers, system)
+        bw_s = max(tiers.scaleup.bytes / m.bandwidth_Bps(num_ctas), net_bw_s)
         if m.mechanism is Mechanism.COPY_ENGINE:
+            g = min(op.group_size, system.ranks_per_node)
             bw_s += _local_reduce_bytes(op.kind, alg, size, g) / system.hbm_bandwidth_Bps
-        cost = OpCost(alg, bw_s, lat_s, t)
+        cost = OpCost(alg, bw_s, m.latency_for(tiers.scaleup.num_steps) + net_lat_s, tiers.scaleup + tiers.scaleout)
         if best is None or cost.total_s < best.total_s:
             best = cost
     return best
@@ -136,40 +143,37 @@ class Bound:
         return next((p for p in self.predictions if (p.mechanism, p.schedule) == (mechanism, schedule)), None)
 
 
-def _link_floor(op: CommOp, system: System) -> tuple[float, float, float, str, float]:
-    """(link seconds, bytes, bandwidth, tier, latency seconds): the fewest bytes at the best peak, any mechanism."""
-    best: tuple[float, float, float, str] | None = None
+@dataclass(frozen=True)
+class _LinkFloor:
+    seconds: float
+    num_bytes: float
+    bandwidth_Bps: float
+    tier: str
+    latency_s: float
+
+
+def _link_floor(op: CommOp, system: System) -> _LinkFloor:
+    """The fewest bytes at the best peak of any available mechanism, and the cheapest chain of steps."""
+    best: _LinkFloor | None = None
     latency = float("inf")
-    g = min(op.group_size, system.ranks_per_node)
     for m in system.available:
         for alg in _algorithms(m.mechanism, op.kind):
-            if op.group_size > system.ranks_per_node:
-                tiers = hierarchical_traffic(op.kind, op.size_bytes, g, op.group_size // g, intra=alg)
-                if tiers is None:
-                    continue
+            tiers = _op_traffic(op, system, alg, op.size_bytes)
+            if tiers is None:
+                continue
+            net_bw_s, net_lat_s = _network_s(tiers, system)
+            up_s = tiers.scaleup.bytes / m.peak_bandwidth_Bps
+            if net_bw_s > up_s:
                 net = system.network
-                assert net is not None
-                up = (tiers.scaleup.bytes / m.peak_bandwidth_Bps, tiers.scaleup.bytes, m.peak_bandwidth_Bps, "scale-up")
-                out = (
-                    tiers.scaleout.bytes / net.peak_bandwidth_Bps,
-                    tiers.scaleout.bytes,
-                    net.peak_bandwidth_Bps,
-                    "scale-out",
-                )
-                cand = max(up, out, key=lambda c: c[0])
-                steps_s = m.latency_for(tiers.scaleup.num_steps) + net.latency_for(tiers.scaleout.num_steps)
+                cand = _LinkFloor(net_bw_s, tiers.scaleout.bytes, net.peak_bandwidth_Bps, "scale-out", 0.0)
             else:
-                t = traffic(op.kind, alg, op.size_bytes, g)
-                if t is None:
-                    continue
-                cand = (t.bytes / m.peak_bandwidth_Bps, t.bytes, m.peak_bandwidth_Bps, "scale-up")
-                steps_s = m.latency_for(t.num_steps)
-            latency = min(latency, steps_s)
-            if best is None or cand[0] < best[0]:
+                cand = _LinkFloor(up_s, tiers.scaleup.bytes, m.peak_bandwidth_Bps, "scale-up", 0.0)
+            latency = min(latency, m.latency_for(tiers.scaleup.num_steps) + net_lat_s)
+            if best is None or cand.seconds < best.seconds:
                 best = cand
     if best is None:
         raise ValueError(f"no available mechanism on {system.name} can do {op.kind}")
-    return (*best, latency)
+    return dataclasses.replace(best, latency_s=latency)
 
 
 def _serial_compute_s(w: Workload, system: System) -> float:
@@ -281,17 +285,13 @@ def bound(w: Workload, system: System) -> Bound:
     flops_s = _flops_s(w, system)
     total_flops = sum(op.flops for op in w.compute)
     floors = [_link_floor(op, system) for op in w.comm]
-    by_tier: dict[str, list[float]] = {}
-    for seconds, nbytes, _, tier, _ in floors:
-        acc = by_tier.setdefault(tier, [0.0, 0.0])
-        acc[0] += seconds
-        acc[1] += nbytes
-    tier = max(by_tier, key=lambda k: by_tier[k][0]) if by_tier else "scale-up"
-    link_s, link_bytes = by_tier.get(tier, [0.0, 0.0])
-    if link_s:
-        link_bw = link_bytes / link_s
-    else:
-        link_bw = max((m.peak_bandwidth_Bps for m in system.available), default=0.0)
+    tiers = {f.tier for f in floors} or {"scale-up"}
+    seconds = {t: sum(f.seconds for f in floors if f.tier == t) for t in tiers}
+    tier = max(seconds, key=seconds.__getitem__)
+    link_s = seconds[tier]
+    link_bytes = sum(f.num_bytes for f in floors if f.tier == tier)
+    best_peak = max((m.peak_bandwidth_Bps for m in system.available), default=0.0)
+    link_bw = link_bytes / link_s if link_s else best_peak
     predictions = []
     for m in system.available:
         for schedule in _schedules(w, m):
@@ -305,7 +305,7 @@ def bound(w: Workload, system: System) -> Bound:
         t_compute_s=flops_s,
         t_hbm_s=w.hbm_bytes / system.hbm_bandwidth_Bps,
         t_link_s=link_s,
-        t_latency_s=sum(f[4] for f in floors),
+        t_latency_s=sum(f.latency_s for f in floors),
         link_bytes_per_rank=link_bytes,
         link_bandwidth_Bps=link_bw,
         link_tier=tier,

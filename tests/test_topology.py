@@ -124,7 +124,7 @@ def test_malformed_topologies_are_refused_naming_the_field(mutate, expected):
 def test_load_reports_path_and_json_errors(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{ not json")
-    with pytest.raises(TopologyError, match="bad.json: not JSON"):
+    with pytest.raises(TopologyError, match=r"bad\.json: not JSON"):
         load(bad)
     with pytest.raises(TopologyError, match="cannot read"):
         load(tmp_path / "missing.json")
@@ -132,5 +132,5 @@ def test_load_reports_path_and_json_errors(tmp_path):
 
 
 def test_unknown_preset_names_the_choices():
-    with pytest.raises(ValueError, match="unknown topology 'hgx-h20-8'.*hgx-h200-8"):
+    with pytest.raises(ValueError, match=r"unknown topology 'hgx-h20-8'.*hgx-h200-8"):
         resolve("hgx-h20-8")

@@ -1,4 +1,4 @@
-"""Versioned JSON for Topology: strict on read (unknown or missing keys, wrong types, bad values), one line per error."""
+"""Versioned JSON for Topology, strict on read: unknown or missing keys, wrong types and bad values are refused."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def _decode(hint: Any, value: Any, path: str) -> Any:
         (inner,) = [o for o in options if o is not type(None)]
         return _decode(inner, value, path)
     if origin is dict:
-        key_type, value_type = typing.get_args(hint)
+        _, value_type = typing.get_args(hint)
         if not isinstance(value, dict):
             raise TopologyError(f"{path}: expected an object, got {type(value).__name__}")
         return {k: _decode(value_type, v, f"{path}.{k}") for k, v in value.items()}

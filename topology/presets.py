@@ -135,9 +135,12 @@ SOURCES: dict[str, Source] = {
         "coreweave/nccl-tests pull request 43: all_reduce_perf on a 72-GPU GB200 NVL72, busbw 835-847 GB/s at 4-8 GB",
     ),
     "nccl-a100": Source(
-        "measured",
-        "NVIDIA/nccl-tests issue 149 (NCCL maintainer): ~230 GB/s all-reduce busbw "
-        "on 8xA100 NVSwitch; 12 links x ~20 GB/s effective (128 B payloads) = 240",
+        "measured", "NVIDIA/nccl-tests issue 149 (NCCL maintainer): ~230 GB/s all-reduce busbw on 8xA100 NVSwitch"
+    ),
+    "a100-link-eff": Source(
+        "nominal",
+        "NVIDIA/nccl-tests issue 149 (NCCL maintainer): each NVLink 3 link carries "
+        "~20 GB/s of payload per direction with 128 B writes, 12 links = 240 GB/s",
     ),
     "pcie-analog": Source(
         "measured",
@@ -159,8 +162,11 @@ SOURCES: dict[str, Source] = {
 }
 
 
-def _sources(*ids: str) -> dict[str, Source]:
-    return {i: SOURCES[i] for i in ids}
+def _topology(**fields: object) -> Topology:
+    """A Topology whose source catalogue holds exactly the sources its records cite."""
+    records = [fields["gpu"], fields["scaleup"], *fields["mechanisms"].values(), fields["nic"]]
+    cited = sorted({i for r in records if r is not None for i in r.sources.values()})
+    return Topology(**fields, sources={i: SOURCES[i] for i in cited})
 
 
 def _mech(
@@ -297,9 +303,7 @@ def _nvls_link_rate(busbw_GBps: float, n: int) -> float:
     return busbw_GBps * GB / (2 * (n - 1) / n)
 
 
-def _hopper(
-    name: str, description: str, gpu: GPU, gpu_sources: tuple[str, ...], nvls: str, nvls_busbw: float, carried: str = ""
-) -> Topology:
+def _hopper(name: str, description: str, gpu: GPU, nvls: str, nvls_busbw: float, carried: str = "") -> Topology:
     mechanisms = _device_mechanisms(
         ce=368.82 * GB,
         tma=350.01 * GB,
@@ -314,7 +318,7 @@ def _hopper(
         fabric="nvlink",
         carried=carried,
     )
-    return Topology(
+    return _topology(
         name=name,
         description=description,
         nodes=1,
@@ -323,19 +327,6 @@ def _hopper(
         scaleup=_nvlink("NVLink 4.0", 18, 25.0, 4, True, "hopper-whitepaper"),
         mechanisms=mechanisms,
         nic=_nic("ConnectX-7", 400, 8, "hgx-h100"),
-        sources=_sources(
-            *gpu_sources,
-            "hopper-whitepaper",
-            "hgx-h100",
-            "pk-2025",
-            "derived",
-            "lat-h200x2",
-            "nccl-tuning",
-            "nccl-channels",
-            "nccl-ring-h100",
-            nvls,
-            "ib-latency-assumed",
-        ),
     )
 
 
@@ -363,7 +354,6 @@ def _hgx_h100_8() -> Topology:
         "hgx-h100-8",
         "8x H100 SXM5, NVLink 4 through 4 NVSwitch gen3 (NVLS), 8x ConnectX-7 NDR",
         gpu,
-        ("h100-datasheet",),
         "nccl-nvls-h100",
         480.0,
     )
@@ -384,23 +374,10 @@ def _hgx_h200_8() -> Topology:
         "hgx-h200-8",
         "8x H200 SXM, NVLink 4 through 4 NVSwitch gen3 (NVLS), 8x ConnectX-7 NDR",
         gpu,
-        ("h200-datasheet",),
         "nccl-nvls-h200",
         475.0,
         carried="rates carried over from H100 (same NVLink 4 and NVSwitch gen3)",
     )
-
-
-BLACKWELL_SOURCES = (
-    "blackwell-whitepaper",
-    "pk-2025-b200",
-    "derived",
-    "lat-h200x2",
-    "nccl-tuning",
-    "nccl-channels",
-    "nccl-b200",
-    "ib-latency-assumed",
-)
 
 
 def _blackwell_mechanisms(nvls: str, nvls_busbw: float, n: int) -> dict[str, MechanismSpec]:
@@ -437,7 +414,7 @@ def _hgx_b200_8() -> Topology:
         _all("b200-datasheet", "hbm_capacity_bytes", "hbm_bandwidth_Bps", "peak_flops")
         | _all("pk-2025-b200", "sm_count"),
     )
-    return Topology(
+    return _topology(
         name="hgx-b200-8",
         description="8x B200, NVLink 5 through 2 NVLink switch chips (NVLS), 8x ConnectX-7 NDR",
         nodes=1,
@@ -446,7 +423,6 @@ def _hgx_b200_8() -> Topology:
         scaleup=_nvlink("NVLink 5.0", 18, 50.0, 2, True, "blackwell-whitepaper"),
         mechanisms=_blackwell_mechanisms("nccl-b200", 830.0, 8),
         nic=_nic("ConnectX-7", 400, 8, "b200-datasheet"),
-        sources=_sources("b200-datasheet", *BLACKWELL_SOURCES),
     )
 
 
@@ -466,7 +442,7 @@ def _gb200_nvl72() -> Topology:
         },
         _all("gb200-nvl72", "hbm_capacity_bytes", "hbm_bandwidth_Bps", "peak_flops") | _all("derived", "sm_count"),
     )
-    return Topology(
+    return _topology(
         name="gb200-nvl72",
         description="GB200 NVL72: 72 Blackwell GPUs in one NVLink 5 domain, 18 switch chips",
         nodes=1,
@@ -475,7 +451,6 @@ def _gb200_nvl72() -> Topology:
         scaleup=_nvlink("NVLink 5.0", 18, 50.0, 18, True, "gb200-nvl72"),
         mechanisms=_blackwell_mechanisms("nccl-nvl72", 847.0, 72),
         nic=None,
-        sources=_sources("gb200-nvl72", "nccl-nvl72", *BLACKWELL_SOURCES),
     )
 
 
@@ -498,13 +473,13 @@ def _dgx_a100_8() -> Topology:
         tma_ctas=0,
         multimem=None,
         nccl=230 * GB,
-        rate_src="nccl-a100",
+        rate_src="a100-link-eff",
         multimem_src="",
         nccl_src="nccl-a100",
         fabric="nvlink",
         carried="12 links x ~20 GB/s effective; ld/st SMs to saturate carried over from H100; latencies from NVLink 4",
     )
-    return Topology(
+    return _topology(
         name="dgx-a100-8",
         description="8x A100 SXM4 80GB, NVLink 3 through 6 NVSwitch gen2 (no NVLS), 8x CX-6 HDR",
         nodes=1,
@@ -513,17 +488,6 @@ def _dgx_a100_8() -> Topology:
         scaleup=_nvlink("NVLink 3.0", 12, 25.0, 6, False, "ampere-whitepaper"),
         mechanisms=mechanisms,
         nic=_nic("ConnectX-6", 200, 8, "cx6-hdr"),
-        sources=_sources(
-            "a100-datasheet",
-            "ampere-whitepaper",
-            "cx6-hdr",
-            "nccl-a100",
-            "derived",
-            "lat-h200x2",
-            "nccl-tuning",
-            "nccl-channels",
-            "ib-latency-assumed",
-        ),
     )
 
 
@@ -558,7 +522,7 @@ def _pcie_l40s_8() -> Topology:
         carried="PCIe Gen4 rate measured between RTX A6000s; SM ld/st assumed to match it with 16 SMs; "
         "latencies from the NVLink 4 measurement (PCIe is slower)",
     )
-    return Topology(
+    return _topology(
         name="pcie-l40s-8",
         description="8x L40S on PCIe 4.0 x16, no NVLink, no NICs (--nodes adds NDR 400 per GPU)",
         nodes=1,
@@ -575,9 +539,6 @@ def _pcie_l40s_8() -> Topology:
         ),
         mechanisms=mechanisms,
         nic=None,
-        sources=_sources(
-            "l40s-datasheet", "pcie-spec", "pcie-analog", "derived", "lat-h200x2", "nccl-tuning", "nccl-channels"
-        ),
     )
 
 
