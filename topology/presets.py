@@ -190,20 +190,15 @@ def _all(source: str, *names: str) -> dict[str, str]:
     return dict.fromkeys(names, source)
 
 
-# α per mechanism, first transfer including the kernel (or copy) launch inside a CUDA graph, measured on the
-# 2×H200 node; NCCL: α of its ring, then NCCL's own per-step model for each further step.
-LAT_CE, LAT_SM, LAT_NCCL = 8e-6, 3e-6, 8e-6  # TEMPORARY
-LATENCY = {
-    "copy-engine": LAT_CE,
-    "sm-load": LAT_SM,
-    "sm-store": LAT_SM,
-    "tma": LAT_SM,
-    "multimem": LAT_SM,
-    "nccl": LAT_NCCL,
-}
+# Latencies measured on the 2×H200 node (benchmarks/2026-11-30-latency-h200x2.md, medians of runs r1/r2):
+# copy engine: one 4 B pull per copy inside a CUDA graph, 2.44/2.62 µs; SM mechanisms: a 4 KiB message stored
+# to the peer plus its flag, one way, 2.57/2.55 µs, then one flag (1.23 µs) per further dependent step;
+# NCCL: an 8 B all-reduce in a graph, 8.6/8.4 µs for its 2 ring steps, less NCCL's 0.47 µs per NVLink step.
+CE_LATENCY_S = 2.5e-6
+SM_LATENCY_S, SM_STEP_S = 2.56e-6, 1.23e-6
+NCCL_LATENCY_S = 8.5e-6 - 0.47e-6
 NCCL_STEP_S = {"nvlink": 0.47e-6, "pcie": 1.0e-6}
 NCCL_CHANNELS = 32
-LAT_SOURCES = {"latency_s": "lat-h200x2"}
 
 
 def _nvlink(generation: str, links: int, per_link_GBps: float, switches: int, multicast: bool, src: str) -> ScaleUp:
@@ -231,6 +226,12 @@ def _nic(model: str, gbit: float, count: int, src: str) -> NIC:
     )
 
 
+def _sm_mech(rate_Bps: float, ctas: float, src: dict[str, str], note: str) -> MechanismSpec:
+    """A device-initiated mechanism saturating with `ctas` CTAs, with the measured SM latencies."""
+    src = src | _all("lat-h200x2", "latency_s", "step_latency_s") | _all("derived", "per_cta_bandwidth_Bps")
+    return _mech(SM_LATENCY_S, rate_Bps, rate_Bps / ctas, src, note, step_latency_s=SM_STEP_S)
+
+
 def _device_mechanisms(
     *,
     ce: float,
@@ -247,55 +248,41 @@ def _device_mechanisms(
     carried: str = "",
 ) -> dict[str, MechanismSpec]:
     """The six mechanisms from achieved rates: per-CTA bandwidth = rate / SMs to saturate."""
-    lat = dict(LAT_SOURCES)
     rate = _all(rate_src, "peak_bandwidth_Bps")
-    per_cta = _all("derived", "per_cta_bandwidth_Bps")
     suffix = f"; {carried}" if carried else ""
-    out = {
-        "copy-engine": _mech(LATENCY["copy-engine"], ce, None, lat | rate, "host-issued peer copies; no SMs" + suffix),
-        "sm-load": _mech(
-            LATENCY["sm-load"],
-            ldst,
-            ldst / ldst_ctas,
-            lat | rate | per_cta,
-            f"SM ld/st rate; saturates with {ldst_ctas} SMs" + suffix,
+    ldst_note = f"SM ld/st rate; saturates with {ldst_ctas} SMs" + suffix
+    nvls_note = (
+        "link rate of NCCL's NVLS all-reduce: busbw / (2(n-1)/n), as in-network all-reduce moves S per rank; "
+        "multimem.ld_reduce is an SM load, so CTAs and latency as sm-load (not run: multicast stays off)" + suffix
+    )
+    nccl_src_map = (
+        _all("lat-h200x2", "latency_s")
+        | _all(nccl_src, "peak_bandwidth_Bps")
+        | _all("nccl-channels", "per_cta_bandwidth_Bps", "num_ctas_default")
+        | _all("nccl-tuning", "step_latency_s")
+    )
+    return {
+        "copy-engine": _mech(
+            CE_LATENCY_S, ce, None, _all("lat-h200x2", "latency_s") | rate, "host-issued peer copies; no SMs" + suffix
         ),
-        "sm-store": _mech(
-            LATENCY["sm-store"],
-            ldst,
-            ldst / ldst_ctas,
-            lat | rate | per_cta,
-            f"SM ld/st rate; saturates with {ldst_ctas} SMs" + suffix,
-        ),
+        "sm-load": _sm_mech(ldst, ldst_ctas, rate, ldst_note),
+        "sm-store": _sm_mech(ldst, ldst_ctas, rate, ldst_note),
         "tma": _unavailable("no TMA before Hopper")
         if tma is None
-        else _mech(
-            LATENCY["tma"], tma, tma / tma_ctas, lat | rate | per_cta, f"saturates with {tma_ctas} SMs" + suffix
-        ),
+        else _sm_mech(tma, tma_ctas, rate, f"saturates with {tma_ctas} SMs; latency as the SM store's" + suffix),
         "multimem": _unavailable("the switches do no in-network reduction (no NVLS)")
         if multimem is None
-        else _mech(
-            LATENCY["multimem"],
-            multimem,
-            ldst / ldst_ctas,
-            lat | _all(multimem_src, "peak_bandwidth_Bps") | per_cta,
-            "link rate of NCCL's NVLS all-reduce: busbw / (2(n-1)/n), as in-network all-reduce moves S per rank; "
-            "multimem.ld_reduce is an SM load, so per CTA as sm-load" + suffix,
-        ),
+        else _sm_mech(multimem, ldst_ctas * multimem / ldst, _all(multimem_src, "peak_bandwidth_Bps"), nvls_note),
         "nccl": _mech(
-            LATENCY["nccl"],
+            NCCL_LATENCY_S,
             nccl,
             nccl / NCCL_CHANNELS,
-            lat
-            | _all(nccl_src, "peak_bandwidth_Bps")
-            | _all("nccl-channels", "per_cta_bandwidth_Bps", "num_ctas_default")
-            | _all("nccl-tuning", "step_latency_s"),
+            nccl_src_map,
             "ring without NVLS: bus bandwidth = link rate",
             ctas_default=NCCL_CHANNELS,
             step_latency_s=NCCL_STEP_S[fabric],
         ),
     }
-    return out
 
 
 def _nvls_link_rate(busbw_GBps: float, n: int) -> float:

@@ -1,0 +1,108 @@
+"""The one timing function: warm-up, CUDA-graph replay (or eager calls), one event pair per sample, all samples kept.
+
+Distributed callers pass `barrier` (a device-side op every rank enqueues, so all ranks start each sample together)
+and `group`: the result then holds, per sample, the slowest rank's time.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass(frozen=True)
+class Timing:
+    samples_s: tuple[float, ...]  # seconds per call, one entry per timed sample (slowest rank if distributed)
+    mode: str  # "graph" or "eager"
+    calls_per_sample: int
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.samples_s)
+
+    @property
+    def min_s(self) -> float:
+        return min(self.samples_s)
+
+    @property
+    def max_s(self) -> float:
+        return max(self.samples_s)
+
+    def quantile_s(self, q: float) -> float:
+        ordered = sorted(self.samples_s)
+        return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+    @property
+    def spread(self) -> float:
+        """(p90 − p10) / median: the relative spread of the samples."""
+        return (self.quantile_s(0.9) - self.quantile_s(0.1)) / self.median_s
+
+
+def _capture(fn: Callable[[int], None], calls: int) -> torch.cuda.CUDAGraph:
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up outside the graph, as capture requires
+        for i in range(calls):
+            fn(i)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(calls):
+            fn(i)
+    return graph
+
+
+def _slowest_rank(samples: list[float], group: dist.ProcessGroup | None) -> list[float]:
+    if group is None:
+        return samples
+    t = torch.tensor(samples, dtype=torch.float64, device="cuda")
+    dist.all_reduce(t, op=dist.ReduceOp.MAX, group=group)
+    return t.tolist()
+
+
+def time_device(
+    fn: Callable[[int], None],
+    *,
+    iters: int = 20,
+    warmup: int = 3,
+    calls_per_sample: int = 1,
+    graph: bool = True,
+    barrier: Callable[[], None] | None = None,
+    group: dist.ProcessGroup | None = None,
+) -> Timing:
+    """Time fn(i) for i in range(calls_per_sample) per sample: `iters` samples after `warmup` ones.
+
+    fn gets the call's index so callers can rotate input sets (cold L2). With graph=True the calls of one
+    sample are captured once and replayed, which removes host launch overhead from the device time.
+    """
+    assert iters >= 1 and calls_per_sample >= 1
+    stream = torch.cuda.current_stream()
+    if graph:
+        g = _capture(fn, calls_per_sample)
+
+        def run() -> None:
+            g.replay()
+    else:
+
+        def run() -> None:
+            for i in range(calls_per_sample):
+                fn(i)
+
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+    for _ in range(warmup):
+        if barrier:
+            barrier()
+        run()
+    for start, end in events:
+        if barrier:
+            barrier()
+        start.record(stream)
+        run()
+        end.record(stream)
+    torch.cuda.synchronize()
+    samples = [s.elapsed_time(e) * 1e-3 / calls_per_sample for s, e in events]
+    return Timing(tuple(_slowest_rank(samples, group)), "graph" if graph else "eager", calls_per_sample)
