@@ -7,6 +7,12 @@ and CUDA's own multicast attribute per GPU (read with cuDeviceGetAttribute only;
 enabled). Prints the decoded Discovery and the health flags. Read-only: no clocks, power, resets or multicast.
 
 Usage:  python3 benchmarks/capture_nvml.py        (copy the file to tests/data/h200x2/nvml.json)
+
+On the GPU node `pip install -e .` fails offline (build isolation wants setuptools from an index), so the
+recording in tests/data/h200x2/ was made with pkroof put on the path through a folder of links instead:
+    S=/tmp/pkshim; mkdir -p $S/pkroof && cp pkroof/__init__.py $S/pkroof/ &&
+    for d in rooflines topology profilers kernels reports; do ln -s $PWD/$d $S/pkroof/$d; done
+    PYTHONPATH=$S python3 benchmarks/capture_nvml.py
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import os
 import platform
 from pathlib import Path
 
-from pkroof.topology.discover import discover, health
+from pkroof.topology.discover import discover, health, sysfs_bus_id
 from pkroof.topology.nvml import NA, Nvml, Recorder
 
 CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED = 132  # cuda.h CUdevice_attribute
@@ -84,7 +90,7 @@ def main() -> None:
     recorder = Recorder(Nvml())
     found = discover(recorder)
     bus_ids = [g.pci_bus_id for g in found.gpus if not isinstance(g.pci_bus_id, NA)]
-    sysfs_ids = [f"{int(b.split(':')[0], 16):04x}:{b.split(':', 1)[1]}".lower() for b in bus_ids]
+    sysfs_ids = [sysfs_bus_id(b) for b in bus_ids]
     recording = recorder.recording(
         captured=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         pynvml=getattr(pynvml, "__version__", "?"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -48,6 +49,28 @@ def _run(
 
 
 @app.command()
+def probe(
+    out: Annotated[Path, typer.Option(help="topology file to write")] = Path("topology.json"),
+    quick: Annotated[bool, typer.Option(help="fewer sizes and samples (about 15 s)")] = False,
+    gpus: Annotated[str | None, typer.Option(help="GPU indices to use, e.g. 0,1 (default: all)")] = None,
+    name: Annotated[str | None, typer.Option(help="name of the topology (default: probe-HOST)")] = None,
+    allow_multicast: Annotated[bool, typer.Option(help="let NCCL use NVLink multicast (NVLS)")] = False,
+) -> None:
+    """Discover this node through NVML and measure every transfer mechanism into a topology file."""
+    from pkroof.topology.probe import ProbeError
+    from pkroof.topology.probe import probe as run_probe
+
+    try:
+        run_probe(out=out, quick=quick, gpus=gpus, name=name, allow_multicast=allow_multicast)
+    except ProbeError as e:
+        typer.echo(f"pkroof: {e}", err=True)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        typer.echo("pkroof: interrupted; every probe rank was stopped", err=True)
+        raise typer.Exit(130) from None
+
+
+@app.command()
 def presets() -> None:
     """List the embedded topology presets."""
     typer.echo(_show.presets_table())
@@ -67,6 +90,23 @@ def topology_show(
     except ValueError as e:
         _fail(str(e))
     typer.echo(dumps(topo) if as_json else _show.topology_text(topo), nl=not as_json)
+
+
+@topology_app.command("refit")
+def topology_refit(
+    path: Annotated[Path, typer.Argument(help="a topology file written by pkroof probe")],
+    out: Annotated[Path | None, typer.Option(help="where to write (default: in place)")] = None,
+) -> None:
+    """Re-derive a probed topology's fits and mechanisms from its recorded curves."""
+    from pkroof.topology import dump, load
+    from pkroof.topology.from_probe import refit
+
+    try:
+        topology = refit(load(path))
+    except ValueError as e:
+        _fail(str(e))
+    dump(topology, out or path)
+    typer.echo(f"wrote {out or path}")
 
 
 @app.command("bound")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pkroof.rooflines import Advice, Bound, Mechanism
 from pkroof.rooflines.units import fmt_Bps, fmt_bytes, fmt_flops, fmt_s
-from pkroof.topology import PRESETS, Topology, preset
+from pkroof.topology import PRESETS, ScaleUp, Topology, preset
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -36,6 +36,12 @@ def _tag(t: Topology, path: str) -> str:
     return "measured" if t.basis(path) == "measured" else "nominal"
 
 
+def _switches(s: ScaleUp) -> str:
+    if s.kind != "nvswitch":
+        return "no switches"
+    return f"{s.switches_per_node} switch chips" if s.switches_per_node else "switch count hidden by NVML"
+
+
 def topology_text(t: Topology) -> str:
     g, s = t.gpu, t.scaleup
     lines = [
@@ -47,7 +53,7 @@ def topology_text(t: Topology) -> str:
         + ", ".join(f"{k} {fmt_flops(v)}" for k, v in g.peak_flops.items())
         + f" [{_tag(t, 'gpu.peak_flops')}]",
         f"  scale-up: {s.kind}, {s.generation}, {s.links_per_gpu} links x {fmt_Bps(s.link_bandwidth_Bps)} = "
-        f"{fmt_Bps(s.total_bandwidth_Bps)} per GPU per direction, {s.switches_per_node} switch chips, "
+        f"{fmt_Bps(s.total_bandwidth_Bps)} per GPU per direction, {_switches(s)}, "
         f"multicast (NVLS) {'yes' if s.multicast else 'no'} [{_tag(t, 'scaleup.link_bandwidth_Bps')}]",
     ]
     if t.nic:

@@ -1,6 +1,7 @@
 """Shared builders: a small synthetic System whose every number the tests choose."""
 
 import pytest
+
 from pkroof.rooflines import Mechanism, System, TransferModel
 
 
@@ -38,3 +39,22 @@ def make_system(
 @pytest.fixture
 def system():
     return make_system()
+
+
+def _num_gpus() -> int:
+    try:
+        import torch
+    except ImportError:
+        return 0
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def pytest_collection_modifyitems(config, items):
+    """`gpu` tests need one NVIDIA GPU, `multigpu` tests two: skipped cleanly where they are missing."""
+    gpus = None
+    for item in items:
+        need = 2 if "multigpu" in item.keywords else 1 if "gpu" in item.keywords else 0
+        if need:
+            gpus = _num_gpus() if gpus is None else gpus
+            if gpus < need:
+                item.add_marker(pytest.mark.skip(reason=f"needs {need} NVIDIA GPU(s), found {gpus}"))

@@ -6,6 +6,7 @@ import pytest
 from conftest import make_system
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from pkroof.rooflines import Mechanism, Schedule, advise, bound
 from pkroof.rooflines.workloads import BUILTINS, build
 

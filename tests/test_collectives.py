@@ -3,6 +3,7 @@
 import math
 
 import pytest
+
 from pkroof.rooflines import Algorithm, Collective, bus_bandwidth_factor, chan_lower_bound, traffic
 from pkroof.rooflines.collectives import all_to_allv_traffic, bus_bandwidth_Bps, hierarchical_traffic
 

@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pkroof.topology.fit import efficient_size_bytes, fit_cta_sweep, fit_size_sweep
+
+from pkroof.topology.fit import (
+    efficient_size_bytes,
+    envelope_cta_sweep,
+    envelope_size_sweep,
+    fit_cta_sweep,
+    fit_size_sweep,
+)
 
 ALPHA, BETA = 8e-6, 370e9  # s, B/s
 PER_CTA, PEAK = 23.3e9, 350e9  # B/s; saturates at 350/23.3 ≈ 15.0 CTAs
@@ -157,3 +164,37 @@ def test_cta_fit_recovers_any_exact_curve_that_saturates_within_the_sweep(per_ct
     fit = fit_cta_sweep(CTAS, _bandwidths(per_cta, saturation * per_cta))
     assert fit.per_cta_bandwidth_Bps == pytest.approx(per_cta, rel=1e-6)
     assert fit.peak_bandwidth_Bps == pytest.approx(saturation * per_cta, rel=1e-6)
+
+
+# ---- envelopes: the fastest model no sample beats ----
+
+
+def test_envelope_of_exact_alpha_beta_data_recovers_it():
+    alpha, beta = 3e-6, 390e9
+    sizes = [4096 * 4**i for i in range(10)]
+    fit = envelope_size_sweep(sizes, [alpha + s / beta for s in sizes])
+    assert fit.latency_s == pytest.approx(alpha, rel=1e-9)
+    assert fit.bandwidth_Bps == pytest.approx(beta, rel=1e-9)
+
+
+def test_envelope_stays_below_every_noisy_sample_and_touches_two():
+    rng = np.random.default_rng(7)
+    alpha, beta = 8e-6, 370e9
+    sizes = np.array([4096 * 4**i for i in range(10)], dtype=float)
+    times = (alpha + sizes / beta) * rng.uniform(1.0, 1.3, size=sizes.size)  # noise only adds time
+    fit = envelope_size_sweep(sizes, times)
+    model = fit.latency_s + sizes / fit.bandwidth_Bps
+    assert np.all(model <= times * (1 + 1e-12))
+    assert np.sum(np.isclose(model, times, rtol=1e-9)) >= 2  # a vertex of the LP: a line through two samples
+    # noise ≥ 0 means the true parameters are feasible, and the envelope is at least as fast at every size
+    assert fit.bandwidth_Bps >= beta * 0.999 or fit.latency_s <= alpha
+
+
+def test_cta_envelope_is_the_smallest_dominating_model():
+    ctas = [1, 2, 4, 8, 16, 32, 64, 132]
+    bws = [30e9, 58e9, 110e9, 200e9, 300e9, 355e9, 366e9, 369e9]
+    fit = envelope_cta_sweep(ctas, bws)
+    assert fit.per_cta_bandwidth_Bps == pytest.approx(30e9)  # max b/k is at k = 1
+    assert fit.peak_bandwidth_Bps == pytest.approx(369e9)
+    assert all(min(k * fit.per_cta_bandwidth_Bps, fit.peak_bandwidth_Bps) >= b for k, b in zip(ctas, bws, strict=True))
+    assert fit.ctas_for_90pct == math.ceil(0.9 * 369 / 30)

@@ -1,6 +1,7 @@
 """The transfer model t(bytes, ctas) = α + bytes / min(ctas·β_cta, β_peak), derived by hand."""
 
 import pytest
+
 from pkroof.rooflines import Mechanism, TransferModel
 
 TMA = TransferModel(Mechanism.TMA, True, 2e-6, 350e9, 350e9 / 15)

@@ -4,6 +4,7 @@ import copy
 import json
 
 import pytest
+
 from pkroof.topology import PRESETS, SCHEMA, TopologyError, dumps, from_dict, load, preset, resolve, to_dict
 
 REQUIRED_PRESETS = {"hgx-h100-8", "hgx-h200-8", "hgx-b200-8", "gb200-nvl72", "dgx-a100-8", "pcie-l40s-8"}

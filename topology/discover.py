@@ -22,6 +22,8 @@ from .nvml import NA, Device, Out
 NVLINK_MAX_LINKS = 36
 # nvml.h nvmlNvlinkVersion_t: the enum value, not the version number (6 is NVML_NVLINK_VERSION_4_0)
 NVLINK_VERSIONS = {1: "1.0", 2: "2.0", 3: "2.2", 4: "3.0", 5: "3.1", 6: "4.0", 7: "5.0", 8: "6.0"}
+# nvml.h NVML_NVLINK_STATE_* (SLEEP: up, in a low-power state)
+NVLINK_STATES = {0: "INACTIVE", 1: "ACTIVE", 2: "SLEEP"}
 # nvml.h NVML_NVLINK_DEVICE_TYPE_*
 NVLINK_REMOTE_TYPES = {0: "GPU", 1: "IBMNPU", 2: "SWITCH", 0xFF: "UNKNOWN"}
 # nvml.h nvmlNvLinkErrorCounter_t: NVML_NVLINK_ERROR_DL_REPLAY, _RECOVERY, _CRC_FLIT, _CRC_DATA
@@ -75,7 +77,7 @@ FABRIC_HEALTH_SUMMARIES = {0: "NOT_SUPPORTED", 1: "HEALTHY", 2: "UNHEALTHY", 3: 
 # nvml.h nvmlReturn_t, the codes a fabric registration or a field value may carry
 NVML_RETURNS = {0: "SUCCESS", 2: "INVALID_ARGUMENT", 3: "NOT_SUPPORTED", 4: "NO_PERMISSION", 21: "NO_DATA"}
 NVML_RETURNS |= {27: "NOT_READY", 29: "INVALID_STATE", 999: "UNKNOWN"}
-HIDDEN_BUS_ID_DOMAIN = 0xFFFFFFFF  # NVML reports FFFFFFFF:FF:FF.0 for a remote end it does not expose
+HIDDEN_BUS_ID_DOMAIN = "FFFFFFFF:"  # NVML reports FFFFFFFF:FF:FF.0 for a remote end it does not expose
 
 MULTICAST_NA = NA(
     "NVML has no query for NVLink multicast (NVLS) support; CUDA's CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED has it"
@@ -85,7 +87,7 @@ MULTICAST_NA = NA(
 @dataclass(frozen=True)
 class NvLinkInfo:
     link: int
-    active: bool | NA
+    state: str  # "ACTIVE", "INACTIVE" (down) or "SLEEP"
     version: str | NA  # "NVLink 4.0", decoded from NVML's enum
     remote_type: str | NA  # "GPU", "IBMNPU", "SWITCH" or "UNKNOWN"
     remote_pci_bus_id: str | NA  # "FFFFFFFF:FF:FF.0" where NVML hides the remote end
@@ -94,6 +96,11 @@ class NvLinkInfo:
     num_recovery_errors: int | NA
     num_crc_flit_errors: int | NA
     num_crc_data_errors: int | NA
+
+    @property
+    def active(self) -> bool:
+        """Up: active, or asleep in a low-power state."""
+        return self.state != "INACTIVE"
 
     @property
     def errors(self) -> dict[str, int]:
@@ -141,7 +148,7 @@ class GpuInfo:
 
     @property
     def active_nvlinks(self) -> tuple[NvLinkInfo, ...]:
-        return tuple(link for link in self.nvlinks if link.active is True)
+        return tuple(link for link in self.nvlinks if link.active)
 
 
 @dataclass(frozen=True)
@@ -226,7 +233,7 @@ def _field_values(nvml: Any, device: Device, fields: list[list[int]]) -> dict[tu
     return out
 
 
-def _nvlink(nvml: Any, device: Device, link: int, active: int) -> NvLinkInfo:
+def _nvlink(nvml: Any, device: Device, link: int, state: int) -> NvLinkInfo:
     version = nvml.query("nvmlDeviceGetNvLinkVersion", device, link)
     if not isinstance(version, NA):
         version = f"NVLink {NVLINK_VERSIONS[version]}" if version in NVLINK_VERSIONS else NA(f"version enum {version}")
@@ -240,6 +247,8 @@ def _nvlink(nvml: Any, device: Device, link: int, active: int) -> NvLinkInfo:
     speed = values[FI_NVLINK_GET_SPEED, link]
     if isinstance(speed, NA) and link < len(FI_NVLINK_SPEED_MBPS_L):
         speed = values[FI_NVLINK_SPEED_MBPS_L[link], 0]
+    # the per-link counters first (nvidia-smi nvlink -e reads them); the DL field values only where those fail,
+    # since on Hopper the fields answer success with 0 while the counters count
     errors = {}
     for name, counter in NVLINK_ERROR_COUNTERS.items():
         errors[name] = nvml.query("nvmlDeviceGetNvLinkErrorCounter", device, link, counter)
@@ -247,7 +256,7 @@ def _nvlink(nvml: Any, device: Device, link: int, active: int) -> NvLinkInfo:
             errors[name] = values[FI_NVLINK_ERROR_DL[name], link]
     return NvLinkInfo(
         link=link,
-        active=bool(active),
+        state=NVLINK_STATES.get(state, f"state {state}"),
         version=version,
         remote_type=remote,
         remote_pci_bus_id=_get(nvml.query("nvmlDeviceGetNvLinkRemotePciInfo", device, link), "busId"),
@@ -288,7 +297,7 @@ def _decode_reasons(mask: Any) -> tuple[str, ...] | NA:
     return (*names, f"unknown_{unknown:#x}") if unknown else tuple(names)
 
 
-def _sysfs_bus_id(bus_id: str) -> str:
+def sysfs_bus_id(bus_id: str) -> str:
     """NVML's "00000000:19:00.0" → sysfs's "0000:19:00.0"."""
     domain, rest = bus_id.lower().split(":", 1)
     return f"{int(domain, 16):04x}:{rest}"
@@ -298,7 +307,7 @@ def _numa_node(nvml: Any, device: Device, bus_id: Any, sysfs_root: Path) -> int 
     node = nvml.query("nvmlDeviceGetNumaNodeId", device)
     if not isinstance(node, NA) or isinstance(bus_id, NA):
         return node
-    path = sysfs_root / "sys/bus/pci/devices" / _sysfs_bus_id(bus_id) / "numa_node"
+    path = sysfs_root / "sys/bus/pci/devices" / sysfs_bus_id(bus_id) / "numa_node"
     try:
         value = int(path.read_text().strip())
     except (OSError, ValueError) as e:
@@ -357,7 +366,7 @@ def _num_nvswitches(gpus: tuple[GpuInfo, ...]) -> int | NA:
     switch_ids = [link.remote_pci_bus_id for link in links if link.remote_type == "SWITCH"]
     if any(isinstance(bus_id, NA) for bus_id in switch_ids):
         return NA("a switch link's remote PCI bus id is unavailable")
-    if any(int(bus_id.split(":")[0], 16) == HIDDEN_BUS_ID_DOMAIN for bus_id in switch_ids):
+    if any(bus_id.upper().startswith(HIDDEN_BUS_ID_DOMAIN) for bus_id in switch_ids):
         return NA("NVML hides the switches' PCI bus ids (FFFFFFFF:FF:FF.0): switch count unknown")
     return len(set(switch_ids))
 
@@ -417,7 +426,7 @@ def _known(values: list[Any]) -> list[Any]:
 def _link_flags(gpu: GpuInfo) -> list[str]:
     flags = []
     active = gpu.active_nvlinks
-    down = [link for link in gpu.nvlinks if link.active is False]
+    down = [link for link in gpu.nvlinks if not link.active]
     if active and down:
         ids = ", ".join(str(link.link) for link in down)
         flags.append(f"GPU{gpu.index}: NVLink {ids} down while {len(active)} sibling links are up")
@@ -433,10 +442,15 @@ def _link_flags(gpu: GpuInfo) -> list[str]:
     for link in active:
         if not isinstance(link.version, NA) and link.version != newest:
             flags.append(f"GPU{gpu.index}: NVLink {link.link} runs {link.version}, its siblings {newest}")
-    for link in gpu.nvlinks:
-        if link.errors:
-            counts = ", ".join(f"{name.replace('_', ' ')} {n}" for name, n in link.errors.items())
-            flags.append(f"GPU{gpu.index}: NVLink {link.link} error counters non-zero: {counts}")
+    for name in NVLINK_ERROR_COUNTERS:  # one line per GPU and counter: cumulative counts since the driver loaded
+        counts = {link.link: link.errors[name] for link in gpu.nvlinks if name in link.errors}
+        if counts:
+            worst = max(counts, key=counts.__getitem__)
+            flags.append(
+                f"GPU{gpu.index}: NVLink {name.replace('_', ' ')} error counter non-zero on {len(counts)} of "
+                f"{len(gpu.nvlinks)} links, {sum(counts.values())} in all (most: link {worst}, {counts[worst]}; "
+                f"cumulative since the driver loaded)"
+            )
     return flags
 
 
@@ -476,10 +490,10 @@ def _p2p_flags(discovery: Discovery) -> list[str]:
 def health(discovery: Discovery) -> list[str]:
     """One line per thing worth a look before trusting measurements on this node; [] when all looks right."""
     flags = [flag for gpu in discovery.gpus for flag in _gpu_flags(gpu)] + _p2p_flags(discovery)
-    counts = {gpu.index: len(gpu.active_nvlinks) for gpu in discovery.gpus}
+    counts = {gpu.index: len(gpu.nvlinks) for gpu in discovery.gpus}  # down links are flagged per GPU above
     if len(set(counts.values())) > 1:
         listed = ", ".join(f"GPU{i} {n}" for i, n in counts.items())
-        flags.append(f"GPUs have different numbers of active NVLinks: {listed}")
+        flags.append(f"GPUs report different numbers of NVLinks: {listed}")
     names = {gpu.index: gpu.name for gpu in discovery.gpus if not isinstance(gpu.name, NA)}
     if len(set(names.values())) > 1:
         flags.append(f"GPUs differ: {', '.join(f'GPU{i} {name}' for i, name in names.items())}")

@@ -34,6 +34,11 @@ def _decode(hint: Any, value: Any, path: str) -> Any:
             return None
         (inner,) = [o for o in options if o is not type(None)]
         return _decode(inner, value, path)
+    if origin is tuple:
+        (item_type, _) = typing.get_args(hint)
+        if not isinstance(value, (list, tuple)):
+            raise TopologyError(f"{path}: expected a list, got {type(value).__name__}")
+        return tuple(_decode(item_type, v, f"{path}[{i}]") for i, v in enumerate(value))
     if origin is dict:
         _, value_type = typing.get_args(hint)
         if not isinstance(value, dict):

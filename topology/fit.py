@@ -140,3 +140,40 @@ def fit_cta_sweep(num_ctas: Sequence[int], bandwidths_Bps: Sequence[float]) -> C
     max_rel, rms_rel = _relative_errors(np.minimum(ctas * best_c, peak), bws)
     ctas_90 = math.ceil(0.9 * peak / best_c - 1e-9)  # as TransferModel.ctas_for: rounding must not lift 14.0 to 15
     return CtaFit(best_c, peak, ctas_90, max_rel, rms_rel, len(ctas))
+
+
+def envelope_size_sweep(sizes_bytes: Sequence[float], times_s: Sequence[float]) -> SizeFit:
+    """The tightest α-β line that no sample beats: α + S_i/β ≤ t_i for every i (a roofline must not be beaten).
+
+    Among feasible lines, maximise Σ_i (α + S_i/β)/t_i, the mean fraction of each measured time the model
+    accounts for. That is a linear program in (α, u = 1/β) with two unknowns, so its optimum is a vertex: a
+    line through two samples (an edge of the lower convex hull of the points (S, t)), or one through the
+    origin (α = 0). All such candidates are tried.
+    """
+    sizes, times = _samples(sizes_bytes, times_s, "sizes_bytes", "times_s")
+    candidates = [(0.0, float(np.min(times / sizes)))]
+    for i, j in itertools.combinations(range(len(sizes)), 2):
+        if sizes[i] != sizes[j]:
+            u = (times[j] - times[i]) / (sizes[j] - sizes[i])
+            candidates.append((float(times[i] - sizes[i] * u), float(u)))
+    best, best_score = None, -math.inf
+    for alpha, u in candidates:
+        feasible = alpha >= 0 and u > 0 and np.all(alpha + sizes * u <= times * (1 + 1e-12))
+        score = float(np.sum((alpha + sizes * u) / times)) if feasible else -math.inf
+        if score > best_score:
+            best, best_score = (alpha, u), score
+    if best is None:
+        raise ValueError("times_s: no line with α ≥ 0 and finite bandwidth stays below the samples")
+    alpha, u = best
+    max_rel, rms_rel = _relative_errors(alpha + sizes * u, times)
+    return SizeFit(alpha, 1 / u, max_rel, rms_rel, len(sizes))
+
+
+def envelope_cta_sweep(num_ctas: Sequence[int], bandwidths_Bps: Sequence[float]) -> CtaFit:
+    """min(k·c, p) ≥ every measured bandwidth: c = max_i b_i/k_i, p = max_i b_i (both bind at some sample)."""
+    ctas, bws = _samples(num_ctas, bandwidths_Bps, "num_ctas", "bandwidths_Bps")
+    if ctas.min() < 1:
+        raise ValueError(f"num_ctas: must be at least 1, got {ctas.min()}")
+    c, p = float(np.max(bws / ctas)), float(np.max(bws))
+    max_rel, rms_rel = _relative_errors(np.minimum(ctas * c, p), bws)
+    return CtaFit(c, p, math.ceil(0.9 * p / c - 1e-9), max_rel, rms_rel, len(ctas))

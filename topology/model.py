@@ -149,6 +149,69 @@ class NIC:
 
 
 @dataclass(frozen=True)
+class Curve:
+    """One measured sweep: per point the median time over its samples and the 10th/90th percentiles."""
+
+    name: str  # "copy-engine pull", "sm-store push", "nccl all-reduce", ...
+    mechanism: str  # a mechanism name, "nccl", or "hbm" / "matmul" for local ceilings
+    direction: str  # "pull", "push", "bidirectional" or "" where it does not apply
+    sweep: str  # "size": x is bytes at fixed CTAs; "ctas": x is CTA counts at fixed size
+    num_ctas: int  # CTAs used (size sweep; 0: no SMs or the library's own choice)
+    size_bytes: int  # bytes moved per call (CTA sweep; 0 for a size sweep)
+    mode: str  # "graph" (CUDA graph replay) or "eager"
+    x: tuple[float, ...]
+    median_s: tuple[float, ...]
+    p10_s: tuple[float, ...]
+    p90_s: tuple[float, ...]
+    num_samples: int  # samples behind each point
+    verified: bool  # the bytes it moved were checked
+
+    def __post_init__(self) -> None:
+        if self.sweep not in ("size", "ctas"):
+            raise ValueError(f"sweep: must be 'size' or 'ctas', got {self.sweep!r}")
+        n = len(self.x)
+        if not n or any(len(v) != n for v in (self.median_s, self.p10_s, self.p90_s)):
+            raise ValueError(f"{self.name}: x, median_s, p10_s and p90_s must be non-empty and of equal length")
+        if any(not t > 0 for t in self.median_s):
+            raise ValueError(f"{self.name}: median_s must be positive")
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The transfer model fitted to one mechanism's curves, with how well it matches them."""
+
+    mechanism: str
+    curve: str  # the size-sweep curve α and β come from
+    latency_s: float
+    bandwidth_Bps: float  # β of the size sweep (at its CTA count)
+    per_cta_bandwidth_Bps: float | None  # from the CTA sweep; None for mechanisms that take no SMs
+    peak_bandwidth_Bps: float
+    ctas_for_90pct: int  # 0 for the copy engine
+    efficient_size_bytes: float  # smallest message reaching 90% of β: 9·α·β
+    size_max_rel_error: float
+    ctas_max_rel_error: float  # 0 without a CTA sweep
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What `pkroof probe` ran, where, and what it saw: every curve behind the mechanisms' numbers."""
+
+    host: str
+    date: str  # ISO 8601, UTC
+    command: str
+    versions: dict[str, str]  # driver, cuda, nccl, torch, triton, python
+    duration_s: float
+    quick: bool
+    curves: tuple[Curve, ...]
+    fits: tuple[Fit, ...]
+    ceilings: dict[str, float]  # "hbm_copy_Bps", "matmul_bf16_flops", ... , "flag_one_way_s"
+    clocks_before: dict[str, float]  # MHz and throttle-reason bit masks per GPU, before and after
+    clocks_after: dict[str, float]
+    health: tuple[str, ...]  # degraded links, PCIe below max, throttling: one line each
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Topology:
     name: str
     description: str
@@ -159,6 +222,7 @@ class Topology:
     mechanisms: dict[str, MechanismSpec]  # every mechanism in MECHANISMS, available or not
     nic: NIC | None  # per node; None for a single node with no scale-out network
     sources: dict[str, Source]
+    probe: Probe | None = None  # the measurements behind a measured topology
 
     def __post_init__(self) -> None:
         if self.nodes < 1:

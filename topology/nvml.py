@@ -138,7 +138,11 @@ class Nvml(_Backend):
     def query(self, name: str, *args: Any) -> Any:
         pynvml = self._library()
         if pynvml is None:
-            return self._na(name, self._broken, level=logging.WARNING)
+            return (
+                NA(f"{name}: {self._broken}")
+                if ("nvmlInit", self._broken) in self._logged
+                else self._na("nvmlInit", self._broken)
+            )
         function = getattr(pynvml, name, None)
         if function is None:
             return self._na(name, f"this pynvml ({getattr(pynvml, '__version__', '?')}) has no such function")
@@ -149,8 +153,8 @@ class Nvml(_Backend):
             value = function(*passed)
         except pynvml.NVMLError as e:
             return self._na(name, str(e))
-        except AttributeError as e:  # a struct this pynvml lacks
-            return self._na(name, f"this pynvml lacks it ({e})")
+        except (AttributeError, TypeError, ctypes.ArgumentError) as e:  # a struct or signature this pynvml lacks
+            return self._na(name, f"this pynvml cannot make this call ({type(e).__name__}: {e})", level=logging.WARNING)
         return _plain(outs[0] if outs else value)
 
     def close(self) -> None:

@@ -529,7 +529,13 @@ def _pcie_l40s_8() -> Topology:
     )
 
 
+def _h200x2() -> Topology:
+    """The 2×H200 test node as `pkroof probe` measured it (topology/data/h200x2.json; benchmarks/ has the runs)."""
+    return load(Path(__file__).parent / "data" / "h200x2.json")
+
+
 PRESETS: dict[str, Callable[[], Topology]] = {
+    "h200x2": _h200x2,
     "hgx-h100-8": _hgx_h100_8,
     "hgx-h200-8": _hgx_h200_8,
     "hgx-b200-8": _hgx_b200_8,

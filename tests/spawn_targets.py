@@ -1,0 +1,21 @@
+"""Worker functions for the probe's orchestration tests (module level, so spawned processes can import them)."""
+
+import sys
+import time
+from pathlib import Path
+
+
+def writes_file(rank: int, world: int, folder: str) -> None:
+    Path(folder, f"rank{rank}").write_text(str(world))
+
+
+def rank1_fails(rank: int, world: int, folder: str) -> None:
+    if rank == 1:
+        print("rank 1: simulated kernel failure", file=sys.stderr)
+        raise SystemExit(3)
+    time.sleep(30)  # rank 0 would wait for its peer forever; the parent must stop it
+
+
+def hangs(rank: int, world: int, folder: str) -> None:
+    Path(folder, f"pid{rank}").write_text(str(__import__("os").getpid()))
+    time.sleep(120)

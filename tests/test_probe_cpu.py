@@ -1,0 +1,127 @@
+"""The probe without GPUs: fits on recorded samples, the measured topology, the orchestration, the no-GPU exit."""
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+import spawn_targets
+from typer.testing import CliRunner
+
+from pkroof.cli import app
+from pkroof.topology import from_dict, load, to_dict
+from pkroof.topology.discover import discover
+from pkroof.topology.from_probe import build_topology, fit_curves
+from pkroof.topology.nvml import Replay
+from pkroof.topology.probe import ProbeError, spawn
+
+DATA = Path(__file__).parent / "data" / "h200x2"
+RECORDED = load(DATA / "probe-2026-11-30.json")  # a full probe of the 2×H200 node
+CURVES = {c.name: c for c in RECORDED.probe.curves}
+
+
+def _bandwidth(curve, i=-1):
+    size = curve.x[i] if curve.sweep == "size" else curve.size_bytes
+    return size / curve.median_s[i]
+
+
+def test_recorded_curves_are_verified_and_sampled():
+    for curve in RECORDED.probe.curves:
+        assert curve.verified, curve.name
+        assert curve.num_samples >= 5
+        assert all(lo <= med <= hi for lo, med, hi in zip(curve.p10_s, curve.median_s, curve.p90_s, strict=True))
+
+
+def test_no_measured_rate_exceeds_the_raw_nvlink_rate():
+    # 18 links × 26.562 GB/s (NVML's raw speed) = 478 GB/s per direction: nothing one-way may beat it
+    limit = 18 * 26.562e9
+    for name, curve in CURVES.items():
+        if curve.mechanism != "nccl" and curve.direction != "bidirectional":
+            assert max(_bandwidth(curve, i) for i in range(len(curve.x))) < limit, name
+
+
+def test_fits_on_recorded_samples():
+    fits = {f.mechanism: f for f in fit_curves(RECORDED.probe.curves, 2)[0]}
+    assert set(fits) == {"copy-engine", "sm-load", "sm-store", "tma", "nccl"}
+    ce = fits["copy-engine"]
+    # at 1 GiB α (µs) is negligible against ms: β is within a few percent of S/t there
+    assert ce.peak_bandwidth_Bps == pytest.approx(_bandwidth(CURVES["copy-engine pull"]), rel=0.05)
+    # at 4 KiB the transfer term 4 KiB/β is ~10 ns against µs of latency, so t(4 KiB) ≈ α
+    assert ce.latency_s == pytest.approx(CURVES["copy-engine pull"].median_s[0], rel=0.15)
+    assert ce.per_cta_bandwidth_Bps is None and ce.ctas_for_90pct == 0
+    assert ce.efficient_size_bytes == pytest.approx(9 * ce.latency_s * ce.bandwidth_Bps)
+    store = CURVES["sm-store push by CTAs"]
+    best = max(_bandwidth(store, i) for i in range(len(store.x)))
+    first = next(k for i, k in enumerate(store.x) if _bandwidth(store, i) >= 0.9 * best)
+    assert fits["sm-store"].ctas_for_90pct == first
+    for f in fits.values():  # the model is the samples' lower envelope: never slower than any, tight at one
+        curve = CURVES[f.curve]
+        scale = 2 * (2 - 1) / 2 if f.mechanism == "nccl" else 1.0  # NCCL: link bytes of a ring all-reduce
+        model = [f.latency_s + scale * s / f.bandwidth_Bps for s in curve.x]
+        assert all(m <= t * (1 + 1e-9) for m, t in zip(model, curve.median_s, strict=True)), f.mechanism
+        assert any(m == pytest.approx(t, rel=1e-9) for m, t in zip(model, curve.median_s, strict=True))
+        assert f.peak_bandwidth_Bps >= max(_bandwidth(curve, i) for i in range(len(curve.x))) * (1 - 1e-9)
+    # NCCL ring all-reduce on 2 ranks puts 2(n−1)/n·S = S on the link
+    nccl = CURVES["nccl all-reduce"]
+    assert fits["nccl"].bandwidth_Bps == pytest.approx(_bandwidth(nccl), rel=0.15)
+
+
+def test_measured_topology_from_recorded_probe_and_nvml():
+    discovery = discover(Replay.load(DATA / "nvml.json"))
+    record = {
+        "world": 2,
+        "gpu_name": RECORDED.gpu.name,
+        "capability": [9, 0],
+        "sm_count": RECORDED.gpu.sm_count,
+        "hbm_capacity_bytes": RECORDED.gpu.hbm_capacity_bytes,
+    }
+    fits, _ = fit_curves(RECORDED.probe.curves, 2)
+    probe = RECORDED.probe.__class__(**{**RECORDED.probe.__dict__, "fits": fits})
+    t = build_topology("h200x2", record, discovery, probe)
+    assert t.scaleup.kind == "nvswitch" and t.scaleup.links_per_gpu == 18
+    assert t.scaleup.total_bandwidth_Bps == pytest.approx(18 * 26.562e9)
+    assert t.gpu.arch == "hopper"
+    for name in ("copy-engine", "sm-load", "sm-store", "tma", "nccl"):
+        spec = t.mechanisms[name]
+        assert spec.available and t.basis(f"mechanisms.{name}.peak_bandwidth_Bps") == "measured"
+        assert spec.peak_bandwidth_Bps < t.scaleup.total_bandwidth_Bps
+    assert not t.mechanisms["multimem"].available
+    assert from_dict(to_dict(t)) == t
+
+
+def test_spawn_runs_every_rank(tmp_path):
+    spawn(spawn_targets.writes_file, 3, (str(tmp_path),), 60, print)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rank0", "rank1", "rank2"]
+
+
+def test_a_failing_rank_stops_the_others(tmp_path):
+    start = time.monotonic()
+    with pytest.raises(ProbeError, match="rank 1 failed \\(exit code 3\\)"):
+        spawn(spawn_targets.rank1_fails, 2, (str(tmp_path),), 60, print)
+    assert time.monotonic() - start < 20  # rank 0 sleeps 30 s: it was stopped, not waited for
+
+
+def test_a_hanging_probe_is_stopped_at_its_deadline(tmp_path):
+    with pytest.raises(ProbeError, match="did not finish in 3 s"):
+        spawn(spawn_targets.hangs, 2, (str(tmp_path),), 3, print)
+    for pid_file in tmp_path.glob("pid*"):
+        pid = int(pid_file.read_text())
+        with pytest.raises(ProcessLookupError):  # no process is left behind
+            os.kill(pid, 0)
+
+
+def test_probe_without_gpus_says_so_in_one_line(monkeypatch):
+    class NoGpu:
+        def query(self, name, *args):
+            from pkroof.topology.nvml import NA
+
+            return NA(f"{name}: NVML Shared Library Not Found")
+
+    import pkroof.topology.probe as probe_module
+
+    monkeypatch.setattr(probe_module, "Nvml", NoGpu)
+    result = CliRunner().invoke(app, ["probe", "--out", "never.json"])
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1
+    assert "no NVIDIA GPU found" in result.stderr and "pkroof presets" in result.stderr
+    assert not Path("never.json").exists()

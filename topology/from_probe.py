@@ -1,0 +1,291 @@
+"""Turn a probe's raw record (curves, ceilings) and NVML discovery into a measured Topology with fitted mechanisms.
+
+Pure data work: no torch, no devices, so it is tested on recorded probe output.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+from .discover import Discovery
+from .fit import CtaFit, SizeFit, efficient_size_bytes, envelope_cta_sweep, envelope_size_sweep
+from .model import GPU, NIC, Curve, Fit, MechanismSpec, Probe, ScaleUp, Source, Topology
+from .nvml import NA
+
+ARCH = {(8, 0): "ampere", (8, 6): "ampere", (8, 9): "ada", (9, 0): "hopper", (10, 0): "blackwell"}
+NVLINK_LINK_Bps = {"NVLink 3.0": 25e9, "NVLink 4.0": 25e9, "NVLink 5.0": 50e9}  # data rate per link, one way
+NCCL_STEP_S = 0.47e-6  # NCCL's tuning model, ring LL per NVLink step (src/graph/tuning.cc)
+NCCL_CHANNELS = 32
+DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32")
+
+
+def _curve(curves: dict[str, Curve], name: str) -> Curve | None:
+    return curves.get(name)
+
+
+def _size_fit(curve: Curve) -> SizeFit:
+    return envelope_size_sweep(curve.x, curve.median_s)
+
+
+def _cta_fit(curve: Curve) -> CtaFit:
+    return envelope_cta_sweep([int(k) for k in curve.x], [curve.size_bytes / t for t in curve.median_s])
+
+
+def _ctas_for_90(curve: Curve) -> int:
+    """Smallest sampled CTA count reaching 90% of the sweep's best bandwidth: read off the samples, not the fit."""
+    bandwidths = [curve.size_bytes / t for t in curve.median_s]
+    target = 0.9 * max(bandwidths)
+    return int(next(k for k, bw in zip(curve.x, bandwidths, strict=True) if bw >= target))
+
+
+def _fit(mechanism: str, size_curve: Curve, cta_curve: Curve | None) -> Fit:
+    """The lower envelope of the samples (a model no measurement beats): α and the peak from the size sweep at
+    full CTAs, bandwidth per CTA from the CTA sweep, the peak the larger of the two sweeps' best rates."""
+    sf = _size_fit(size_curve)
+    per_cta, ctas_90, cta_error = None, 0, 0.0
+    if cta_curve is not None:
+        cf = _cta_fit(cta_curve)
+        per_cta, ctas_90, cta_error = cf.per_cta_bandwidth_Bps, _ctas_for_90(cta_curve), cf.max_rel_error
+    return Fit(
+        mechanism,
+        size_curve.name,
+        sf.latency_s,
+        sf.bandwidth_Bps,
+        per_cta,
+        sf.bandwidth_Bps,
+        ctas_90,
+        efficient_size_bytes(sf),
+        sf.max_rel_error,
+        cta_error,
+    )
+
+
+def _nccl_fit(curve: Curve, world: int) -> Fit:
+    """Ring all-reduce: link bytes are 2(n−1)/n·S over 2(n−1) steps, so fit t against the link bytes."""
+    factor = 2 * (world - 1) / world
+    sf = envelope_size_sweep([factor * s for s in curve.x], curve.median_s)
+    return Fit(
+        "nccl",
+        curve.name,
+        sf.latency_s,
+        sf.bandwidth_Bps,
+        None,
+        sf.bandwidth_Bps,
+        0,
+        efficient_size_bytes(sf),
+        sf.max_rel_error,
+        0.0,
+    )
+
+
+def fit_curves(curves: tuple[Curve, ...], world: int) -> tuple[tuple[Fit, ...], list[str]]:
+    """One Fit per mechanism that has curves; notes on the choices made."""
+    by_name = {c.name: c for c in curves if c.verified}
+    fits, notes = [], []
+    for mech, direction in (("copy-engine", "pull"), ("sm-load", "pull"), ("sm-store", "push")):
+        size = _curve(by_name, f"{mech} {direction}")
+        if size is not None:
+            fits.append(_fit(mech, size, _curve(by_name, f"{mech} {direction} by CTAs")))
+    tma = [
+        _fit("tma", by_name[f"tma {d}"], _curve(by_name, f"tma {d} by CTAs"))
+        for d in ("pull", "push")
+        if f"tma {d}" in by_name
+    ]
+    if tma:
+        best = max(tma, key=lambda f: f.peak_bandwidth_Bps)
+        fits.append(best)
+        notes.append(f"tma: the {best.curve.split()[-1]} direction is the faster and is the one modelled")
+    ar = _curve(by_name, "nccl all-reduce")
+    if ar is not None:
+        fits.append(_nccl_fit(ar, world))
+    unverified = [c.name for c in curves if not c.verified]
+    if unverified:
+        notes.append("not used, bytes did not verify: " + ", ".join(unverified))
+    return tuple(fits), notes
+
+
+def _known(value: Any) -> bool:
+    return not isinstance(value, NA)
+
+
+def _scaleup(discovery: Discovery, sources: dict[str, Source]) -> ScaleUp:
+    gpu = discovery.gpus[0]
+    active = [link for link in gpu.nvlinks if link.state == "ACTIVE"]
+    if not active:
+        sources["pcie-spec"] = Source(
+            "nominal",
+            "PCI Express specification: 16 GT/s x16 = 31.5 GB/s per direction (Gen4); 32 GT/s x16 = 63 GB/s (Gen5)",
+        )
+        gen = gpu.pcie_generation_max if _known(gpu.pcie_generation_max) else 4
+        per_lane = {3: 0.985e9, 4: 1.969e9, 5: 3.938e9}.get(gen, 1.969e9)
+        width = gpu.pcie_width_max if _known(gpu.pcie_width_max) else 16
+        return ScaleUp(
+            "pcie",
+            f"PCIe {gen}.0 x{width}",
+            1,
+            per_lane * width,
+            0,
+            False,
+            {"links_per_gpu": "pcie-spec", "link_bandwidth_Bps": "pcie-spec"},
+        )
+    version = active[0].version if _known(active[0].version) else "NVLink 4.0"
+    switch = all(link.remote_type == "SWITCH" for link in active)
+    switches = discovery.num_nvswitches if _known(discovery.num_nvswitches) else 0
+    multicast = bool(discovery.multicast_supported) if _known(discovery.multicast_supported) else False
+    sources["nvml"] = Source(
+        "nominal",
+        "NVML on the probed node: active NVLinks, their version, remote type and "
+        "raw speed per direction (NVML_FI_DEV_NVLINK_GET_SPEED)",
+    )
+    speeds = [link.speed_MBps for link in active if _known(link.speed_MBps)]
+    if speeds:
+        per_link, src = min(speeds) * 1e6, {"links_per_gpu": "nvml", "link_bandwidth_Bps": "nvml"}
+    else:
+        sources["nvlink-spec"] = Source(
+            "nominal",
+            "NVLink data rate per link per direction: 25 GB/s for NVLink 3.0 "
+            "and 4.0, 50 GB/s for 5.0 (NVIDIA A100/H100/Blackwell whitepapers)",
+        )
+        per_link = NVLINK_LINK_Bps.get(version, 25e9)
+        src = {"links_per_gpu": "nvml", "link_bandwidth_Bps": "nvlink-spec"}
+    if switches:
+        src["switches_per_node"] = "nvml"
+    return ScaleUp(
+        "nvswitch" if switch else "nvlink", version, len(active), per_link, switches, multicast and switch, src
+    )
+
+
+def _nic(discovery: Discovery, sources: dict[str, Source]) -> NIC | None:
+    ports = [p for p in discovery.hca_ports if _known(p.state) and p.state == "ACTIVE" and _known(p.rate_text)]
+    if not ports:
+        return None
+    gbit = float(re.match(r"\s*([0-9.]+)", str(ports[0].rate_text)).group(1))
+    sources["sysfs-hca"] = Source("nominal", "rate and link layer of the active HCA ports in /sys/class/infiniband")
+    sources["ib-latency-assumed"] = Source(
+        "nominal",
+        "assumption, not a measurement: 3 µs GPU-to-GPU one way "
+        "through one InfiniBand switch level with GPUDirect RDMA",
+    )
+    kind = "infiniband" if ports[0].link_layer == "InfiniBand" else "roce"
+    return NIC(
+        kind,
+        ports[0].device,
+        len(ports),
+        gbit * 1e9 / 8,
+        3e-6,
+        discovery.gpudirect_rdma,
+        True,
+        {"count_per_node": "sysfs-hca", "rate_Bps": "sysfs-hca", "latency_s": "ib-latency-assumed"},
+    )
+
+
+def _mechanisms(fits: tuple[Fit, ...], ceilings: dict[str, float], world: int) -> dict[str, MechanismSpec]:
+    by = {f.mechanism: f for f in fits}
+    step = ceilings.get("flag_one_way_s")
+    out: dict[str, MechanismSpec] = {}
+    for mech in ("copy-engine", "sm-load", "sm-store", "tma"):
+        f = by.get(mech)
+        if f is None:
+            out[mech] = MechanismSpec(False, 0.0, 0.0, None, note="the probe could not measure it on this node")
+            continue
+        src = {"latency_s": "probe", "peak_bandwidth_Bps": "probe"}
+        if f.per_cta_bandwidth_Bps:
+            src["per_cta_bandwidth_Bps"] = "probe"
+        use_step = step if (mech != "copy-engine" and step) else None
+        if use_step:
+            src["step_latency_s"] = "probe"
+        note = f"lower envelope of '{f.curve}' (at most {f.size_max_rel_error:.0%} faster than a sample)"
+        if f.ctas_for_90pct:
+            note += f"; 90% of the sweep's best at {f.ctas_for_90pct} CTAs (measured)"
+        out[mech] = MechanismSpec(
+            True, f.latency_s, f.peak_bandwidth_Bps, f.per_cta_bandwidth_Bps, 0, note, use_step, src
+        )
+    out["multimem"] = MechanismSpec(False, 0.0, 0.0, None, note="not measured: NVLink multicast stays off")
+    f = by.get("nccl")
+    if f is None:
+        out["nccl"] = MechanismSpec(False, 0.0, 0.0, None, note="the probe could not measure NCCL")
+    else:
+        steps = 2 * (world - 1)
+        alpha = max(f.latency_s - (steps - 1) * NCCL_STEP_S, NCCL_STEP_S)
+        src = {
+            "latency_s": "probe",
+            "peak_bandwidth_Bps": "probe",
+            "step_latency_s": "nccl-tuning",
+            "per_cta_bandwidth_Bps": "nccl-channels",
+            "num_ctas_default": "nccl-channels",
+        }
+        out["nccl"] = MechanismSpec(
+            True,
+            alpha,
+            f.peak_bandwidth_Bps,
+            f.peak_bandwidth_Bps / NCCL_CHANNELS,
+            NCCL_CHANNELS,
+            f"lower envelope of the ring all-reduce, {world} ranks",
+            NCCL_STEP_S,
+            src,
+        )
+    return out
+
+
+def build_topology(name: str, record: dict[str, Any], discovery: Discovery, probe: Probe) -> Topology:
+    """The measured topology of the probed node: GPU ceilings, fitted mechanisms, NVML's links and NICs."""
+    world = record["world"]
+    sources = {
+        "probe": Source("measured", f"{probe.command} on {probe.host}, {probe.date}"),
+        "nccl-tuning": Source(
+            "nominal", "NCCL's own cost model, src/graph/tuning.cc: ring LL protocol latency 0.47 µs per NVLink step"
+        ),
+        "nccl-channels": Source("nominal", "assumption: NCCL runs one CTA per channel, up to 32 channels"),
+    }
+    ceilings = probe.ceilings
+    flops = {d: ceilings[f"matmul_{d}_flops"] for d in DTYPES if f"matmul_{d}_flops" in ceilings}
+    gpu = GPU(
+        record["gpu_name"],
+        ARCH.get(tuple(record["capability"]), "unknown"),
+        record["sm_count"],
+        record["hbm_capacity_bytes"],
+        ceilings["hbm_copy_Bps"],
+        flops,
+        {"sm_count": "probe", "hbm_capacity_bytes": "probe", "hbm_bandwidth_Bps": "probe", "peak_flops": "probe"},
+    )
+    scaleup = _scaleup(discovery, sources)
+    nic = _nic(discovery, sources)
+    mechanisms = _mechanisms(probe.fits, ceilings, world)
+    used = {i for r in (gpu, scaleup, nic, *mechanisms.values()) if r is not None for i in r.sources.values()}
+    return Topology(
+        name=name,
+        description=f"{world}x {record['gpu_name']} measured by pkroof probe on {probe.host}, {probe.date[:10]}",
+        nodes=1,
+        gpus_per_node=world,
+        gpu=gpu,
+        scaleup=scaleup,
+        mechanisms=mechanisms,
+        nic=nic,
+        sources={k: v for k, v in sources.items() if k in used},
+        probe=probe,
+    )
+
+
+def refit(topology: Topology) -> Topology:
+    """Re-derive the fits and the mechanisms of a probed topology from its recorded curves (after a model change)."""
+    if topology.probe is None:
+        raise ValueError(f"{topology.name} holds no probe measurements to fit")
+    world = topology.gpus_per_node
+    fits, notes = fit_curves(topology.probe.curves, world)
+    probe = dataclasses.replace(
+        topology.probe, fits=fits, notes=tuple(n for n in topology.probe.notes if n not in notes) + tuple(notes)
+    )
+    mechanisms = _mechanisms(fits, probe.ceilings, world)
+    sources = dict(topology.sources) | {
+        "nccl-tuning": Source(
+            "nominal", "NCCL's own cost model, src/graph/tuning.cc: ring LL protocol latency 0.47 µs per NVLink step"
+        ),
+        "nccl-channels": Source("nominal", "assumption: NCCL runs one CTA per channel, up to 32 channels"),
+    }
+    records = (topology.gpu, topology.scaleup, topology.nic, *mechanisms.values())
+    used = {i for r in records if r is not None for i in r.sources.values()}
+    return dataclasses.replace(
+        topology, mechanisms=mechanisms, probe=probe, sources={k: v for k, v in sources.items() if k in used}
+    )

@@ -1,0 +1,190 @@
+"""`pkroof probe`: discover the node through NVML, start one process per GPU, measure, fit, write a topology file.
+
+The parent process never touches CUDA: it reads NVML (before and after, for clocks and throttling), spawns
+the ranks (topology/probe_worker.py), waits for them (Ctrl-C or a deadline terminates every one), then fits
+the curves and writes the Topology. NVLink multicast stays off unless the caller allows it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shlex
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from .discover import Discovery, discover, health
+from .files import dump
+from .from_probe import build_topology, fit_curves
+from .model import Curve, Probe, Topology
+from .nvml import NA, Nvml
+
+SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+class ProbeError(RuntimeError):
+    """The probe cannot run here (no GPU, no torch, a rank failed); the message is one line for the user."""
+
+
+def _clocks(d: Discovery) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for g in d.gpus:
+        for key in ("sm_clock_MHz", "memory_clock_MHz", "power_W", "temperature_C"):
+            value = getattr(g, key)
+            if not isinstance(value, NA):
+                out[f"gpu{g.index}_{key}"] = float(value)
+        reasons = g.clock_event_reasons
+        if not isinstance(reasons, NA):
+            out[f"gpu{g.index}_throttle_reasons"] = float(len([r for r in reasons if r != "gpu_idle"]))
+    return out
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _gpu_list(text: str | None, count: int) -> list[int]:
+    if text is None:
+        return list(range(count))
+    try:
+        gpus = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise ProbeError(f"--gpus takes a comma-separated list of GPU indices, got {text!r}") from None
+    bad = [g for g in gpus if not 0 <= g < count]
+    if bad or len(set(gpus)) != len(gpus):
+        raise ProbeError(f"--gpus {text}: this node has GPUs 0..{count - 1}, each listed once")
+    return gpus
+
+
+def start_ranks(target: Callable[..., None], world: int, args: tuple) -> list:
+    """Start target(rank, world, *args) in `world` processes of the standard library's spawn context.
+
+    The parent never imports torch or touches CUDA itself.
+    """
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=target, args=(rank, world, *args), daemon=True) for rank in range(world)]
+    for p in procs:
+        p.start()
+    return procs
+
+
+def stop_ranks(procs: list) -> None:
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(5)
+        if p.is_alive():
+            p.kill()
+            p.join()
+
+
+def wait_ranks(procs: list, deadline_s: float, log: Callable[[str], None]) -> None:
+    """Wait for every rank; a failed rank, Ctrl-C or the deadline stops them all (the caller stops them)."""
+    start = time.monotonic()
+    try:
+        while any(p.is_alive() for p in procs):
+            failed = [(rank, p.exitcode) for rank, p in enumerate(procs) if p.exitcode not in (None, 0)]
+            if failed:
+                rank, code = failed[0]
+                raise ProbeError(f"rank {rank} failed (exit code {code}); its error is printed above")
+            if time.monotonic() - start > deadline_s:
+                raise ProbeError(f"the probe did not finish in {deadline_s:.0f} s; its ranks were stopped")
+            time.sleep(0.1)
+        failed = [(rank, p.exitcode) for rank, p in enumerate(procs) if p.exitcode != 0]
+        if failed:
+            raise ProbeError(f"rank {failed[0][0]} failed (exit code {failed[0][1]}); its error is printed above")
+    except KeyboardInterrupt:
+        log("interrupted: stopping every rank")
+        raise
+
+
+def spawn(target: Callable[..., None], world: int, args: tuple, deadline_s: float, log: Callable[[str], None]) -> None:
+    """Run target(rank, world, *args) on `world` processes and wait; every process is gone when this returns."""
+    procs = start_ranks(target, world, args)
+    try:
+        wait_ranks(procs, deadline_s, log)
+    finally:
+        stop_ranks(procs)
+
+
+def probe(
+    *,
+    out: Path,
+    quick: bool = False,
+    gpus: str | None = None,
+    allow_multicast: bool = False,
+    name: str | None = None,
+    log: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True),
+    nvml: object | None = None,
+) -> Topology:
+    nvml = nvml or Nvml()
+    count = nvml.query("nvmlDeviceGetCount")
+    if isinstance(count, NA) or not count:
+        reason = count.reason if isinstance(count, NA) else "NVML sees 0 GPUs"
+        raise ProbeError(f"no NVIDIA GPU found here ({reason}); `pkroof presets` lists topologies to use instead")
+    if importlib.util.find_spec("torch") is None or importlib.util.find_spec("triton") is None:
+        raise ProbeError("pkroof probe needs torch and triton: pip install 'pkroof[gpu]'")
+    chosen = _gpu_list(gpus, count)
+    if len(chosen) < 2:
+        raise ProbeError(f"pkroof probe needs at least 2 GPUs to measure transfers; this node offers {len(chosen)}")
+    if allow_multicast:
+        log("--allow-multicast: NCCL may use NVLS; pkroof itself still runs no multimem code")
+    else:
+        os.environ.update(SAFE_ENV)
+    from .probe_plan import make_plan, run_rank
+
+    plan = make_plan(quick=quick)
+    log(f"probing {len(chosen)} GPUs{' quickly' if quick else ''}")
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="pkroof-probe-") as tmp:
+        results = Path(tmp) / "results.json"
+        procs = start_ranks(run_rank, len(chosen), (_free_port(), plan, str(results), chosen))
+        try:
+            before = discover(nvml)  # while the ranks import torch and set up NCCL: still before any load
+            flags = health(before)
+            for flag in flags:
+                log(f"health: {flag}")
+            log(f"NVML discovery: {len(before.gpus)} x {before.gpus[0].name} in {time.monotonic() - start:.1f} s")
+            wait_ranks(procs, 300 if quick else 900, log)
+        finally:
+            stop_ranks(procs)
+        if not results.exists():
+            raise ProbeError("the ranks finished without writing results")
+        record = json.loads(results.read_text())
+    after = discover(nvml)
+    curves = tuple(Curve(**{k: tuple(v) if isinstance(v, list) else v for k, v in c.items()}) for c in record["curves"])
+    fits, fit_notes = fit_curves(curves, record["world"])
+    command = (
+        "pkroof probe" + "".join(f" {shlex.quote(a)}" for a in sys.argv[2:])
+        if sys.argv[1:2] == ["probe"]
+        else ("pkroof.topology.probe.probe()")
+    )
+    record_probe = Probe(
+        host=record["host"],
+        date=record["date"],
+        command=command,
+        versions=record["versions"] | {"driver": str(before.driver_version)},
+        duration_s=time.monotonic() - start,
+        quick=quick,
+        curves=curves,
+        fits=fits,
+        ceilings=record["ceilings"],
+        clocks_before=_clocks(before),
+        clocks_after=_clocks(after),
+        health=tuple(flags + [f"after the probe: {f}" for f in health(after) if f not in flags]),
+        notes=tuple(record["notes"] + fit_notes),
+    )
+    topology = build_topology(name or f"probe-{record['host']}", record, before, record_probe)
+    dump(topology, out)
+    log(f"wrote {out} in {record_probe.duration_s:.1f} s")
+    return topology

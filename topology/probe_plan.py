@@ -1,0 +1,59 @@
+"""What the probe measures (sizes, CTA counts, samples), and the spawn target that starts one rank.
+
+Torch-free on purpose: the parent process imports this, never torch, so it starts quickly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+KiB, MiB = 1024, 1024**2
+
+
+@dataclass(frozen=True)
+class Plan:
+    sizes: tuple[int, ...]  # size sweeps, bytes
+    ctas: tuple[int, ...]  # CTA sweeps (capped at the SM count)
+    cta_sweep_bytes: int
+    samples: int
+    warmup: int
+    matmul_n: int
+    pingpong_iters: int
+    collectives: tuple[str, ...]
+    bidirectional: bool
+    matmul_dtypes: tuple[str, ...]
+
+
+def make_plan(*, quick: bool) -> Plan:
+    if quick:
+        return Plan(
+            sizes=(4 * KiB, 1 * MiB, 64 * MiB),
+            ctas=(1, 8, 32),
+            cta_sweep_bytes=64 * MiB,
+            samples=5,
+            warmup=1,
+            matmul_n=4096,
+            pingpong_iters=200,
+            collectives=("all-reduce",),
+            bidirectional=False,
+            matmul_dtypes=("bf16",),
+        )
+    return Plan(
+        sizes=tuple(4 * KiB * 4**i for i in range(10)),  # 4 KiB … 1 GiB
+        ctas=(1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96),
+        cta_sweep_bytes=256 * MiB,
+        samples=10,
+        warmup=2,
+        matmul_n=8192,
+        pingpong_iters=1000,
+        collectives=("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "send-recv"),
+        bidirectional=True,
+        matmul_dtypes=("bf16", "fp16", "fp8", "tf32", "fp32"),
+    )
+
+
+def run_rank(*args: object) -> None:
+    """Spawn target: import the torch side only inside the child process."""
+    from .probe_worker import run
+
+    run(*args)
