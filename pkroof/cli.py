@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -57,11 +58,15 @@ def probe(
     allow_multicast: Annotated[bool, typer.Option(help="let NCCL use NVLink multicast (NVLS)")] = False,
 ) -> None:
     """Discover this node through NVML and measure every transfer mechanism into a topology file."""
-    from pkroof.topology.probe import ProbeError
+    from pkroof.topology.probe import ProbeError, launched_by_torchrun
     from pkroof.topology.probe import probe as run_probe
 
     try:
         run_probe(out=out, quick=quick, gpus=gpus, name=name, allow_multicast=allow_multicast)
+        if launched_by_torchrun():  # one rank of many: skip NCCL teardown at exit, which can hang
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
     except ProbeError as e:
         typer.echo(f"pkroof: {e}", err=True)
         raise typer.Exit(1) from None

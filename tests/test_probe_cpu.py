@@ -125,3 +125,59 @@ def test_probe_without_gpus_says_so_in_one_line(monkeypatch):
     assert result.stderr.count("\n") == 1
     assert "no NVIDIA GPU found" in result.stderr and "pkroof presets" in result.stderr
     assert not Path("never.json").exists()
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 8, 72])
+def test_pair_rounds_cover_every_pair_once_with_disjoint_pairs(n):
+    from itertools import combinations
+
+    from pkroof.topology.probe_plan import pair_rounds
+
+    rounds = pair_rounds(n)
+    assert len(rounds) == (n - 1 if n % 2 == 0 else n)  # circle method: n−1 rounds, one more with a bye
+    seen = [pair for r in rounds for pair in r]
+    assert sorted(seen) == sorted(combinations(range(n), 2))  # every unordered pair exactly once
+    for r in rounds:
+        gpus = [g for pair in r for g in pair]
+        assert len(gpus) == len(set(gpus))  # a GPU is in at most one pair per round
+
+
+def test_a_slow_pair_is_flagged():
+    from pkroof.topology.probe import _pair_flags
+
+    pairs = {"0<-1": 390e9, "1<-0": 392e9, "2<-3": 391e9, "3<-2": 250e9}
+    flags = _pair_flags(pairs)
+    assert len(flags) == 1 and flags[0].startswith("GPU pair 3<-2: 250 GB/s")
+
+
+def test_refit_rebuilds_mechanisms_from_recorded_curves():
+    from pkroof.topology.from_probe import refit
+
+    again = refit(RECORDED)
+    fits = {f.mechanism: f for f in again.probe.fits}
+    assert again.mechanisms["copy-engine"].peak_bandwidth_Bps == fits["copy-engine"].peak_bandwidth_Bps
+    assert again.probe.curves == RECORDED.probe.curves
+    assert from_dict(to_dict(again)) == again
+
+
+def test_ctrl_c_leaves_no_rank_behind(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    code = (
+        f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "import spawn_targets\n"
+        "from pkroof.topology.probe import spawn\n"
+        f"spawn(spawn_targets.hangs, 2, ({str(tmp_path)!r},), 60, print)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while len(list(tmp_path.glob("pid*"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    parent.send_signal(signal.SIGINT)
+    parent.wait(timeout=30)
+    assert "KeyboardInterrupt" in parent.stderr.read()
+    for pid_file in tmp_path.glob("pid*"):
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(pid_file.read_text()), 0)

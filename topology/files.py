@@ -88,6 +88,11 @@ def _record(cls: type, data: Any, path: str) -> Any:
         raise TopologyError(f"{prefix}{e}") from None
 
 
+def decode(cls: type, data: Any, path: str = "") -> Any:
+    """Any record of the topology model from plain JSON data, as strictly as a whole file."""
+    return _record(cls, data, path)
+
+
 def from_dict(data: Any) -> Topology:
     if not isinstance(data, dict):
         raise TopologyError(f"topology: expected a JSON object, got {type(data).__name__}")

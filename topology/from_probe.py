@@ -100,6 +100,9 @@ def fit_curves(curves: tuple[Curve, ...], world: int) -> tuple[tuple[Fit, ...], 
     ar = _curve(by_name, "nccl all-reduce")
     if ar is not None:
         fits.append(_nccl_fit(ar, world))
+    net = _curve(by_name, "network send-recv")
+    if net is not None:
+        fits.append(_fit("network", net, None))
     unverified = [c.name for c in curves if not c.verified]
     if unverified:
         notes.append("not used, bytes did not verify: " + ", ".join(unverified))
@@ -157,27 +160,40 @@ def _scaleup(discovery: Discovery, sources: dict[str, Source]) -> ScaleUp:
     )
 
 
-def _nic(discovery: Discovery, sources: dict[str, Source]) -> NIC | None:
+def _nic(discovery: Discovery, fits: tuple[Fit, ...], sources: dict[str, Source]) -> NIC | None:
+    """Active HCA ports from sysfs; failing those, the network path NCCL took between nodes, as measured."""
     ports = [p for p in discovery.hca_ports if _known(p.state) and p.state == "ACTIVE" and _known(p.rate_text)]
-    if not ports:
+    if ports:
+        gbit = float(re.match(r"\s*([0-9.]+)", str(ports[0].rate_text)).group(1))
+        sources["sysfs-hca"] = Source("nominal", "rate and link layer of the active HCA ports in /sys/class/infiniband")
+        sources["ib-latency-assumed"] = Source(
+            "nominal",
+            "assumption, not a measurement: 3 µs GPU-to-GPU one way "
+            "through one InfiniBand switch level with GPUDirect RDMA",
+        )
+        kind = "infiniband" if ports[0].link_layer == "InfiniBand" else "roce"
+        return NIC(
+            kind,
+            ports[0].device,
+            len(ports),
+            gbit * 1e9 / 8,
+            3e-6,
+            discovery.gpudirect_rdma,
+            True,
+            {"count_per_node": "sysfs-hca", "rate_Bps": "sysfs-hca", "latency_s": "ib-latency-assumed"},
+        )
+    net = next((f for f in fits if f.mechanism == "network"), None)
+    if net is None:
         return None
-    gbit = float(re.match(r"\s*([0-9.]+)", str(ports[0].rate_text)).group(1))
-    sources["sysfs-hca"] = Source("nominal", "rate and link layer of the active HCA ports in /sys/class/infiniband")
-    sources["ib-latency-assumed"] = Source(
-        "nominal",
-        "assumption, not a measurement: 3 µs GPU-to-GPU one way "
-        "through one InfiniBand switch level with GPUDirect RDMA",
-    )
-    kind = "infiniband" if ports[0].link_layer == "InfiniBand" else "roce"
     return NIC(
-        kind,
-        ports[0].device,
-        len(ports),
-        gbit * 1e9 / 8,
-        3e-6,
+        "ethernet",
+        "no HCA found: the transport NCCL chose between nodes",
+        1,
+        net.bandwidth_Bps,
+        max(net.latency_s, 1e-9),
         discovery.gpudirect_rdma,
-        True,
-        {"count_per_node": "sysfs-hca", "rate_Bps": "sysfs-hca", "latency_s": "ib-latency-assumed"},
+        False,
+        {"count_per_node": "probe", "rate_Bps": "probe", "latency_s": "probe"},
     )
 
 
@@ -188,7 +204,7 @@ def _mechanisms(fits: tuple[Fit, ...], ceilings: dict[str, float], world: int) -
     for mech in ("copy-engine", "sm-load", "sm-store", "tma"):
         f = by.get(mech)
         if f is None:
-            out[mech] = MechanismSpec(False, 0.0, 0.0, None, note="the probe could not measure it on this node")
+            out[mech] = MechanismSpec(False, 0.0, 0.0, None, note="not measured: needs two GPUs of one node")
             continue
         src = {"latency_s": "probe", "peak_bandwidth_Bps": "probe"}
         if f.per_cta_bandwidth_Bps:
@@ -231,7 +247,7 @@ def _mechanisms(fits: tuple[Fit, ...], ceilings: dict[str, float], world: int) -
 
 def build_topology(name: str, record: dict[str, Any], discovery: Discovery, probe: Probe) -> Topology:
     """The measured topology of the probed node: GPU ceilings, fitted mechanisms, NVML's links and NICs."""
-    world = record["world"]
+    world, local = record["world"], record.get("local_world", record["world"])
     sources = {
         "probe": Source("measured", f"{probe.command} on {probe.host}, {probe.date}"),
         "nccl-tuning": Source(
@@ -251,14 +267,16 @@ def build_topology(name: str, record: dict[str, Any], discovery: Discovery, prob
         {"sm_count": "probe", "hbm_capacity_bytes": "probe", "hbm_bandwidth_Bps": "probe", "peak_flops": "probe"},
     )
     scaleup = _scaleup(discovery, sources)
-    nic = _nic(discovery, sources)
+    nic = _nic(discovery, probe.fits, sources)
     mechanisms = _mechanisms(probe.fits, ceilings, world)
     used = {i for r in (gpu, scaleup, nic, *mechanisms.values()) if r is not None for i in r.sources.values()}
+    nodes = world // local
+    where = f"{nodes} nodes x {local}" if nodes > 1 else f"{world}x"
     return Topology(
         name=name,
-        description=f"{world}x {record['gpu_name']} measured by pkroof probe on {probe.host}, {probe.date[:10]}",
-        nodes=1,
-        gpus_per_node=world,
+        description=f"{where} {record['gpu_name']} measured by pkroof probe on {probe.host}, {probe.date[:10]}",
+        nodes=nodes,
+        gpus_per_node=local,
         gpu=gpu,
         scaleup=scaleup,
         mechanisms=mechanisms,

@@ -165,6 +165,7 @@ class Curve:
     p90_s: tuple[float, ...]
     num_samples: int  # samples behind each point
     verified: bool  # the bytes it moved were checked
+    samples_s: tuple[tuple[float, ...], ...] = ()  # every timed sample of every point (slowest rank's)
 
     def __post_init__(self) -> None:
         if self.sweep not in ("size", "ctas"):
@@ -209,6 +210,7 @@ class Probe:
     clocks_after: dict[str, float]
     health: tuple[str, ...]  # degraded links, PCIe below max, throttling: one line each
     notes: tuple[str, ...] = ()
+    pairs_Bps: dict[str, float] = field(default_factory=dict)  # "dst<-src": copy-engine pull, both ways at once
 
 
 @dataclass(frozen=True)

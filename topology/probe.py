@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .discover import Discovery, discover, health
-from .files import dump
+from .files import decode, dump
 from .from_probe import build_topology, fit_curves
 from .model import Curve, Probe, Topology
 from .nvml import NA, Nvml
@@ -117,6 +117,55 @@ def spawn(target: Callable[..., None], world: int, args: tuple, deadline_s: floa
         stop_ranks(procs)
 
 
+def launched_by_torchrun() -> bool:
+    """True in a process that torchrun (or srun with the same variables) started: one rank of many."""
+    return all(key in os.environ for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR"))
+
+
+def _pair_flags(pairs: dict[str, float]) -> list[str]:
+    """A GPU pair more than 10% below the median pair is worth a look (a degraded link or switch port)."""
+    if len(pairs) < 2:
+        return []
+    median = sorted(pairs.values())[len(pairs) // 2]
+    return [
+        f"GPU pair {k}: {v / 1e9:.0f} GB/s, below the median pair's {median / 1e9:.0f} GB/s"
+        for k, v in pairs.items()
+        if v < 0.9 * median
+    ]
+
+
+def _measure_spawned(
+    nvml: object, chosen: list[int], plan: object, quick: bool, log: Callable[[str], None]
+) -> tuple[dict, Discovery]:
+    from .probe_plan import run_rank
+
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="pkroof-probe-") as tmp:
+        results = Path(tmp) / "results.json"
+        procs = start_ranks(run_rank, len(chosen), (_free_port(), plan, str(results), chosen))
+        try:
+            before = discover(nvml)  # while the ranks import torch and set up NCCL: still before any load
+            log(f"NVML discovery: {len(before.gpus)} x {before.gpus[0].name} in {time.monotonic() - start:.1f} s")
+            wait_ranks(procs, 300 if quick else 900, log)
+        finally:
+            stop_ranks(procs)
+        if not results.exists():
+            raise ProbeError("the ranks finished without writing results")
+        return json.loads(results.read_text()), before
+
+
+def _measure_launched(nvml: object, plan: object) -> tuple[dict | None, Discovery]:
+    """This process is one rank of a torchrun/srun job: measure in-process; only global rank 0 gets the record."""
+    from .probe_worker import run
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    before = discover(nvml)
+    with tempfile.TemporaryDirectory(prefix="pkroof-probe-") as tmp:
+        results = Path(tmp) / "results.json"
+        run(rank, world, 0, plan, str(results), [], exit_process=False)
+        return (json.loads(results.read_text()) if rank == 0 else None), before
+
+
 def probe(
     *,
     out: Path,
@@ -126,7 +175,8 @@ def probe(
     name: str | None = None,
     log: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True),
     nvml: object | None = None,
-) -> Topology:
+) -> Topology | None:
+    """Probe this node (or, under torchrun/srun, every node of the job); rank 0 writes `out` and returns it."""
     nvml = nvml or Nvml()
     count = nvml.query("nvmlDeviceGetCount")
     if isinstance(count, NA) or not count:
@@ -134,45 +184,36 @@ def probe(
         raise ProbeError(f"no NVIDIA GPU found here ({reason}); `pkroof presets` lists topologies to use instead")
     if importlib.util.find_spec("torch") is None or importlib.util.find_spec("triton") is None:
         raise ProbeError("pkroof probe needs torch and triton: pip install 'pkroof[gpu]'")
-    chosen = _gpu_list(gpus, count)
-    if len(chosen) < 2:
+    launched = launched_by_torchrun()
+    chosen = [] if launched else _gpu_list(gpus, count)
+    if not launched and len(chosen) < 2:
         raise ProbeError(f"pkroof probe needs at least 2 GPUs to measure transfers; this node offers {len(chosen)}")
     if allow_multicast:
         log("--allow-multicast: NCCL may use NVLS; pkroof itself still runs no multimem code")
     else:
         os.environ.update(SAFE_ENV)
-    from .probe_plan import make_plan, run_rank
+    from .probe_plan import make_plan
 
     plan = make_plan(quick=quick)
-    log(f"probing {len(chosen)} GPUs{' quickly' if quick else ''}")
     start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="pkroof-probe-") as tmp:
-        results = Path(tmp) / "results.json"
-        procs = start_ranks(run_rank, len(chosen), (_free_port(), plan, str(results), chosen))
-        try:
-            before = discover(nvml)  # while the ranks import torch and set up NCCL: still before any load
-            flags = health(before)
-            for flag in flags:
-                log(f"health: {flag}")
-            log(f"NVML discovery: {len(before.gpus)} x {before.gpus[0].name} in {time.monotonic() - start:.1f} s")
-            wait_ranks(procs, 300 if quick else 900, log)
-        finally:
-            stop_ranks(procs)
-        if not results.exists():
-            raise ProbeError("the ranks finished without writing results")
-        record = json.loads(results.read_text())
+    if launched:
+        record, before = _measure_launched(nvml, plan)
+        if record is None:
+            return None
+    else:
+        log(f"probing {len(chosen)} GPUs{' quickly' if quick else ''}")
+        record, before = _measure_spawned(nvml, chosen, plan, quick, log)
+    flags = health(before) + _pair_flags(record["pairs"])
+    for flag in flags:
+        log(f"health: {flag}")
     after = discover(nvml)
-    curves = tuple(Curve(**{k: tuple(v) if isinstance(v, list) else v for k, v in c.items()}) for c in record["curves"])
+    curves = tuple(decode(Curve, c, f"curves[{i}]") for i, c in enumerate(record["curves"]))
     fits, fit_notes = fit_curves(curves, record["world"])
-    command = (
-        "pkroof probe" + "".join(f" {shlex.quote(a)}" for a in sys.argv[2:])
-        if sys.argv[1:2] == ["probe"]
-        else ("pkroof.topology.probe.probe()")
-    )
+    command = "pkroof probe" + "".join(f" {shlex.quote(a)}" for a in sys.argv[2:])
     record_probe = Probe(
         host=record["host"],
         date=record["date"],
-        command=command,
+        command=command if sys.argv[1:2] == ["probe"] else "pkroof.topology.probe.probe()",
         versions=record["versions"] | {"driver": str(before.driver_version)},
         duration_s=time.monotonic() - start,
         quick=quick,
@@ -183,6 +224,7 @@ def probe(
         clocks_after=_clocks(after),
         health=tuple(flags + [f"after the probe: {f}" for f in health(after) if f not in flags]),
         notes=tuple(record["notes"] + fit_notes),
+        pairs_Bps=record["pairs"],
     )
     topology = build_topology(name or f"probe-{record['host']}", record, before, record_probe)
     dump(topology, out)

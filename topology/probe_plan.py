@@ -52,6 +52,27 @@ def make_plan(*, quick: bool) -> Plan:
     )
 
 
+def calls_per_sample(size_bytes: int) -> int:
+    """Back-to-back calls captured per timed sample: enough device work that host launch gaps vanish."""
+    return 1 if size_bytes >= 16 * MiB else 10 if size_bytes >= 1 * MiB else 20
+
+
+def pair_rounds(n: int) -> list[list[tuple[int, int]]]:
+    """Every pair of n GPUs exactly once, in n−1 rounds (n rounds if n is odd) of disjoint pairs.
+
+    The circle method: fix GPU 0 (or a bye when n is odd), rotate the others. Within a round every GPU is in
+    at most one pair, so the pairs of a round run at once: on 8 GPUs, 7 rounds of 4 concurrent pairs.
+    """
+    slots: list[int | None] = list(range(n)) + ([None] if n % 2 else [])
+    m = len(slots)
+    rounds = []
+    for _ in range(m - 1):
+        pairs = [(slots[i], slots[m - 1 - i]) for i in range(m // 2)]
+        rounds.append([(min(a, b), max(a, b)) for a, b in pairs if a is not None and b is not None])
+        slots = [slots[0], slots[-1], *slots[1:-1]]
+    return rounds
+
+
 def run_rank(*args: object) -> None:
     """Spawn target: import the torch side only inside the child process."""
     from .probe_worker import run

@@ -23,15 +23,10 @@ from pkroof.rooflines import Collective, bus_bandwidth_factor
 
 from .copy_kernels import pingpong, sm_copy, tma_copy
 from .model import Curve
-from .probe_plan import Plan
+from .probe_plan import Plan, calls_per_sample, pair_rounds
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
-
-
-def calls_per_sample(size_bytes: int) -> int:
-    """Back-to-back calls captured per timed sample: enough device work that host launch gaps vanish."""
-    return 1 if size_bytes >= 16 * MiB else 10 if size_bytes >= 1 * MiB else 20
 
 
 def _pattern(n: int, rank: int, device: torch.device) -> torch.Tensor:
@@ -39,30 +34,40 @@ def _pattern(n: int, rank: int, device: torch.device) -> torch.Tensor:
 
 
 class Rank:
-    def __init__(self, rank: int, world: int, plan: Plan, log: Callable[[str], None]) -> None:
+    def __init__(self, rank: int, world: int, local_world: int, plan: Plan, log: Callable[[str], None]) -> None:
         import torch.distributed._symmetric_memory as symm_mem
 
-        self.rank, self.world, self.plan, self.log = rank, world, plan, log
+        self.rank, self.world, self.local_world, self.plan, self.log = rank, world, local_world, plan, log
+        self.nodes = world // local_world
         self.device = torch.device("cuda", torch.cuda.current_device())
         self.sm_count = torch.cuda.get_device_properties(self.device).multi_processor_count
         self.n_max = max(max(plan.sizes), plan.cta_sweep_bytes) // 4  # int32 elements
-        # symmetric buffer: [ source (pattern) | destination | 1 guard word ]
-        self.buf = symm_mem.empty(2 * self.n_max + 1, dtype=torch.int32, device=self.device)
-        self.handle = symm_mem.rendezvous(self.buf, dist.group.WORLD.group_name)
-        self.peer = 1 - rank if rank < 2 else None
-        self.src = self.buf[: self.n_max]
-        self.dst = self.buf[self.n_max : 2 * self.n_max + 1]
-        self.src.copy_(_pattern(self.n_max, rank, self.device))
-        if self.peer is not None:
-            peer_buf = self.handle.get_buffer(self.peer, (2 * self.n_max + 1,), torch.int32)
-            self.peer_src = peer_buf[: self.n_max]
-            self.peer_dst = peer_buf[self.n_max : 2 * self.n_max + 1]
-        self.pair = dist.new_group([0, 1])
         self.curves: list[Curve] = []
         self.ceilings: dict[str, float] = {}
+        self.pairs: dict[str, float] = {}
         self.notes: list[str] = []
+        # every rank joins every group it is not in, as torch requires of group creation
+        self.pair = dist.new_group([0, 1])
+        self.node_group = None
+        if local_world > 1:
+            self.node_group, _ = dist.new_subgroups(group_size=local_world)
+        self.inter = dist.new_group([0, local_world]) if self.nodes > 1 else None
+        self.peer = 1 - rank if (rank < 2 and local_world > 1) else None
+        if self.node_group is not None:
+            # symmetric buffer, shared by the GPUs of one node: [ source (pattern) | destination | 1 guard word ]
+            self.buf = symm_mem.empty(2 * self.n_max + 1, dtype=torch.int32, device=self.device)
+            self.handle = symm_mem.rendezvous(self.buf, self.node_group.group_name)
+            self.src = self.buf[: self.n_max]
+            self.dst = self.buf[self.n_max : 2 * self.n_max + 1]
+            self.src.copy_(_pattern(self.n_max, rank, self.device))
+        if self.peer is not None:
+            self.peer_src, self.peer_dst = self._peer_regions(self.peer % local_world)
         torch.cuda.synchronize()
         dist.barrier()
+
+    def _peer_regions(self, local_peer: int) -> tuple[torch.Tensor, torch.Tensor]:
+        peer_buf = self.handle.get_buffer(local_peer, (2 * self.n_max + 1,), torch.int32)
+        return peer_buf[: self.n_max], peer_buf[self.n_max : 2 * self.n_max + 1]
 
     # ---- helpers ----
 
@@ -100,6 +105,7 @@ class Rank:
             tuple(t.quantile_s(0.9) for t in timings),
             len(timings[0].samples_s),
             verified,
+            tuple(t.samples_s for t in timings),
         )
         self.curves.append(curve)
         last = x[-1] if sweep == "size" else size_bytes
@@ -231,6 +237,62 @@ class Rank:
             self._bidirectional("sm-load", "sm-load", sm_copy, sm)
         self._latency()
 
+    def pair_matrix(self) -> None:
+        """Every pair of GPUs in a node, in rounds of disjoint pairs (see pair_rounds); both pull at once."""
+        if self.node_group is None:
+            return
+        local, n = self.rank % self.local_world, self.plan.cta_sweep_bytes // 4
+        rates = torch.zeros(self.world, dtype=torch.float64, device=self.device)
+        ok = True
+        for round_pairs in pair_rounds(self.local_world):
+            dist.barrier(group=self.node_group)
+            partner = next((b if a == local else a for a, b in round_pairs if local in (a, b)), None)
+            if partner is None:
+                continue
+            peer_src, _ = self._peer_regions(partner)
+            self._poison(self.dst)
+            timing = self._time(lambda i, src=peer_src: self.dst[:n].copy_(src[:n]))
+            torch.cuda.synchronize()
+            ok &= self._check(self.dst, n, self.rank - local + partner)
+            rates[self.rank - local + partner] = 4 * n / timing.median_s
+        table = [torch.zeros_like(rates) for _ in range(self.world)]
+        dist.all_gather(table, rates)
+        if self.rank == 0:
+            for dst, row in enumerate(table):
+                for src, rate in enumerate(row.tolist()):
+                    if rate:
+                        self.pairs[f"{dst}<-{src}"] = rate
+            if not ok:
+                self.notes.append("pair matrix: some pulled bytes did not verify")
+            self.log(f"pairs (copy-engine pull, both ways at once): {len(self.pairs)} measured")
+
+    def inter_node(self) -> None:
+        """Send/recv from rank 0 to the first rank of node 1, through whatever transport NCCL picks."""
+        if self.inter is None:
+            return
+        dst, timings, ok = self.local_world, [], True
+        for size in self.plan.sizes:
+            x = torch.full((size // 2,), 1.0, dtype=torch.bfloat16, device=self.device)
+            y = torch.zeros_like(x)
+
+            def op(i: int, x: torch.Tensor = x, y: torch.Tensor = y) -> None:
+                if self.rank == 0:
+                    dist.send(x, dst, group=self.inter)
+                elif self.rank == dst:
+                    dist.recv(y, 0, group=self.inter)
+
+            if self.rank in (0, dst):
+                op(0)
+                torch.cuda.synchronize()
+                ok &= self.rank == 0 or bool((y == 1).all())
+                timings.append(self._timed_collective(op, calls_per_sample(size), group=self.inter))
+        flags = torch.tensor([int(ok)], device=self.device)
+        dist.all_reduce(flags, op=dist.ReduceOp.MIN)
+        if self.rank == 0:
+            self._curve(
+                "network send-recv", "network", "", "size", list(self.plan.sizes), timings, verified=bool(flags.item())
+            )
+
     # ---- collectives (every rank) ----
 
     def _collective_op(self, kind: str, elems: int) -> tuple[Callable[[int], None], torch.Tensor, float | None]:
@@ -280,9 +342,12 @@ class Rank:
             sizes = list(self.plan.sizes)
             self._curve(f"nccl {kind}", "nccl", "", "size", sizes, timings, verified=bool(flags.item()))
 
-    def _timed_collective(self, op: Callable[[int], None], calls: int) -> Timing:
+    def _timed_collective(
+        self, op: Callable[[int], None], calls: int, group: dist.ProcessGroup | None = None
+    ) -> Timing:
+        group = group or dist.group.WORLD
         try:
-            return self._time(op, group=dist.group.WORLD, calls=calls)
+            return self._time(op, group=group, calls=calls)
         except Exception as e:  # some collectives cannot be captured in a graph on some versions: time eagerly
             self.notes.append(f"graph capture failed ({type(e).__name__}); timed eagerly")
             torch.cuda.synchronize()
@@ -293,8 +358,8 @@ class Rank:
                 warmup=self.plan.warmup,
                 calls_per_sample=calls,
                 graph=False,
-                barrier=lambda: dist.all_reduce(token),
-                group=dist.group.WORLD,
+                barrier=lambda: dist.all_reduce(token, group=group),
+                group=group,
             )
 
     def collectives(self) -> None:
@@ -370,17 +435,23 @@ def _versions() -> dict[str, str]:
     }
 
 
-def run(rank: int, world: int, port: int, plan: Plan, results_path: str, gpus: list[int]) -> None:
-    """Entry point of one spawned rank; rank 0 writes the results as JSON to `results_path`."""
+def run(
+    rank: int, world: int, port: int, plan: Plan, results_path: str, gpus: list[int], exit_process: bool = True
+) -> None:
+    """Entry point of one rank; rank 0 writes the results as JSON to `results_path`.
+
+    port > 0: a rank the probe spawned on this node (rendezvous on 127.0.0.1:port, GPU gpus[rank]).
+    port == 0: a rank started by torchrun or srun (env:// rendezvous, GPU LOCAL_RANK, LOCAL_WORLD_SIZE per node).
+    """
     for key, value in SAFE_ENV.items():
         os.environ.setdefault(key, value)
-    torch.cuda.set_device(gpus[rank])
+    launched = port == 0
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world)) if launched else world
+    device = int(os.environ.get("LOCAL_RANK", 0)) if launched else gpus[rank]
+    torch.cuda.set_device(device)
+    init = "env://" if launched else f"tcp://127.0.0.1:{port}"
     dist.init_process_group(
-        "nccl",
-        init_method=f"tcp://127.0.0.1:{port}",
-        rank=rank,
-        world_size=world,
-        device_id=torch.device("cuda", gpus[rank]),
+        "nccl", init_method=init, rank=rank, world_size=world, device_id=torch.device("cuda", device)
     )
     start = time.perf_counter()
 
@@ -388,12 +459,10 @@ def run(rank: int, world: int, port: int, plan: Plan, results_path: str, gpus: l
         if rank == 0:
             print(f"[probe {time.perf_counter() - start:5.1f}s] {message}", flush=True)
 
-    r = Rank(rank, world, plan, log)
-    r.ceilings_local()
-    dist.barrier()
-    r.pairwise()
-    dist.barrier()
-    r.collectives()
+    r = Rank(rank, world, local_world, plan, log)
+    for step in (r.ceilings_local, r.pairwise, r.pair_matrix, r.inter_node, r.collectives):
+        step()
+        dist.barrier()
     torch.cuda.synchronize()
     if rank == 0:
         record = {
@@ -405,12 +474,15 @@ def run(rank: int, world: int, port: int, plan: Plan, results_path: str, gpus: l
             "hbm_capacity_bytes": torch.cuda.get_device_properties(r.device).total_memory,
             "capability": list(torch.cuda.get_device_capability(r.device)),
             "world": world,
+            "local_world": local_world,
             "measure_s": time.perf_counter() - start,
             "curves": [dataclasses.asdict(c) for c in r.curves],
             "ceilings": r.ceilings,
+            "pairs": r.pairs,
             "notes": r.notes,
         }
         with open(results_path, "w") as f:
             json.dump(record, f)
     dist.barrier()
-    os._exit(0)  # skip process-group teardown, which can hang after symmetric memory (seen on the 2xH200 node)
+    if exit_process:
+        os._exit(0)  # skip process-group teardown, which can hang after symmetric memory (seen on the 2xH200 node)
