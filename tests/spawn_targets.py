@@ -19,3 +19,15 @@ def rank1_fails(rank: int, world: int, folder: str) -> None:
 def hangs(rank: int, world: int, folder: str) -> None:
     Path(folder, f"pid{rank}").write_text(str(__import__("os").getpid()))
     time.sleep(120)
+
+
+def gloo_all_reduce(rank: int, world: int, port: int, folder: str) -> None:
+    """A real torch.distributed rendezvous through the probe's launcher: each rank adds rank + 1."""
+    import torch
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    x = torch.tensor([float(rank + 1)])
+    dist.all_reduce(x)
+    Path(folder, f"rank{rank}").write_text(str(x.item()))
+    dist.destroy_process_group()

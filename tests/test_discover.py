@@ -297,3 +297,11 @@ def test_recorder_makes_json_and_replay_answers_the_same(monkeypatch):
             assert again.reason == answer.reason
     unrecorded = replay.query("nvmlDeviceGetName", Device(1))
     assert isinstance(unrecorded, NA) and "not in the recording" in unrecorded.reason
+
+
+def test_reduced_nvlink_bandwidth_mode_is_flagged():
+    recording = json.loads(FIXTURE.read_text())
+    assert not any("bandwidth mode" in flag for flag in health(discover(Replay(recording))))
+    recording["calls"]["nvmlSystemGetNvlinkBwMode()"] = {"value": 2}
+    flags = health(discover(Replay(recording)))
+    assert any("NVLink bandwidth mode 2" in flag for flag in flags)

@@ -196,6 +196,7 @@ class Discovery:
     multicast_supported: bool | NA  # reported only; never exercised
     hca_ports: tuple[HcaPort, ...]
     gpudirect_rdma: bool  # the nvidia_peermem (or older nv_peer_mem) kernel module is loaded
+    nvlink_bw_mode: int | NA  # nvmlSystemGetNvlinkBwMode: 0 is full bandwidth
 
 
 def _first(nvml: Any, names: tuple[str, ...], *args: Any) -> Any:
@@ -416,6 +417,7 @@ def discover(nvml: Any, *, sysfs_root: Path = Path("/")) -> Discovery:
         multicast_supported=MULTICAST_NA,
         hca_ports=_hca_ports(sysfs_root),
         gpudirect_rdma=(modules / "nvidia_peermem").exists() or (modules / "nv_peer_mem").exists(),
+        nvlink_bw_mode=nvml.query("nvmlSystemGetNvlinkBwMode"),
     )
 
 
@@ -490,6 +492,8 @@ def _p2p_flags(discovery: Discovery) -> list[str]:
 def health(discovery: Discovery) -> list[str]:
     """One line per thing worth a look before trusting measurements on this node; [] when all looks right."""
     flags = [flag for gpu in discovery.gpus for flag in _gpu_flags(gpu)] + _p2p_flags(discovery)
+    if not isinstance(discovery.nvlink_bw_mode, NA) and discovery.nvlink_bw_mode != 0:
+        flags.append(f"NVLink bandwidth mode {discovery.nvlink_bw_mode} (0 is full): the links run reduced")
     counts = {gpu.index: len(gpu.nvlinks) for gpu in discovery.gpus}  # down links are flagged per GPU above
     if len(set(counts.values())) > 1:
         listed = ", ".join(f"GPU{i} {n}" for i, n in counts.items())
