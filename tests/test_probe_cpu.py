@@ -191,3 +191,29 @@ def test_spawned_ranks_rendezvous_over_gloo(tmp_path, world):
     spawn(spawn_targets.gloo_all_reduce, world, (_free_port(), str(tmp_path)), 120, print)
     # every rank holds 1 + 2 + … + world after the all-reduce
     assert [float((tmp_path / f"rank{r}").read_text()) for r in range(world)] == [world * (world + 1) / 2] * world
+
+
+def test_the_measured_preset_holds_curves_and_fits():
+    import json
+
+    result = CliRunner().invoke(app, ["topology", "show", "h200x2", "--json"])
+    data = json.loads(result.stdout)
+    curves = {c["name"]: c for c in data["probe"]["curves"]}
+    sizes = [4096 * 4**i for i in range(10)]  # 4 KiB … 1 GiB
+    for name in (
+        "copy-engine pull",
+        "copy-engine push",
+        "sm-load pull",
+        "sm-store push",
+        "nccl all-reduce",
+        "nccl all-gather",
+        "nccl reduce-scatter",
+        "nccl all-to-all",
+        "nccl send-recv",
+    ):
+        assert curves[name]["x"] == sizes, name
+        assert curves[name]["verified"] and len(curves[name]["samples_s"][0]) >= 5
+    for name in ("sm-load pull by CTAs", "sm-store push by CTAs"):
+        assert curves[name]["x"][0] == 1 and curves[name]["x"][-1] == data["gpu"]["sm_count"]
+    assert {f["mechanism"] for f in data["probe"]["fits"]} >= {"copy-engine", "sm-load", "sm-store", "nccl"}
+    assert data["sources"]["probe"]["basis"] == "measured"
