@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Plain PyTorch beside the probe (with the small all-reduce A/B variants) and the multi-node rehearsal, alone.
+# Plain PyTorch beside the probe (with the small all-reduce A/B variants), then the multi-node path rehearsed on
+# one node: two torchrun "nodes" of one GPU each, NCCL forced off peer-to-peer and shared memory so its traffic
+# takes the network transport. Writes to $OUT.
 set -u
 export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | grep -v WARNING | tail -2
+python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | grep -v WARNING | tail -2  # again: may run alone
 timeout 150 python3 benchmarks/plain_torch_h200x2.py --variants > "$OUT/plain.log" 2>&1; grep -v Warning "$OUT/plain.log" | tail -24
 run_node() {  # $1: node rank (and its one GPU), $2: output file
     CUDA_VISIBLE_DEVICES=$1 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 timeout 150 python3 -m torch.distributed.run \
