@@ -217,3 +217,18 @@ def test_the_measured_preset_holds_curves_and_fits():
         assert curves[name]["x"][0] == 1 and curves[name]["x"][-1] == data["gpu"]["sm_count"]
     assert {f["mechanism"] for f in data["probe"]["fits"]} >= {"copy-engine", "sm-load", "sm-store", "nccl"}
     assert data["sources"]["probe"]["basis"] == "measured"
+
+
+def test_node_notes_name_each_node_and_differences():
+    from pkroof.topology.probe import _node_notes
+
+    seen = [
+        {"host": "a", "ports": ["mlx5_0:1 400 Gb/sec (4X NDR) InfiniBand"], "gpudirect": True, "health": []},
+        {"host": "a", "ports": ["mlx5_0:1 400 Gb/sec (4X NDR) InfiniBand"], "gpudirect": True, "health": []},
+        {"host": "b", "ports": [], "gpudirect": False, "health": ["GPU0: PCIe gen 3 of 5"]},
+    ]
+    notes = _node_notes(seen)
+    assert len(notes) == 3  # two nodes (ranks on one host count once), then the difference
+    assert notes[0].startswith("node a: 1 active HCA ports") and "GPUDirect RDMA yes" in notes[0]
+    assert notes[1] == "node b: 0 active HCA ports (none), GPUDirect RDMA no; GPU0: PCIe gen 3 of 5"
+    assert "differ" in notes[2]

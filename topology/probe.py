@@ -156,6 +156,8 @@ def _measure_spawned(
 
 def _measure_launched(nvml: object, plan: object) -> tuple[dict | None, Discovery]:
     """This process is one rank of a torchrun/srun job: measure in-process; only global rank 0 gets the record."""
+    import torch.distributed as dist
+
     from .probe_worker import run
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
@@ -163,7 +165,31 @@ def _measure_launched(nvml: object, plan: object) -> tuple[dict | None, Discover
     with tempfile.TemporaryDirectory(prefix="pkroof-probe-") as tmp:
         results = Path(tmp) / "results.json"
         run(rank, world, 0, plan, str(results), [], exit_process=False)
-        return (json.loads(results.read_text()) if rank == 0 else None), before
+        seen: list[dict | None] = [None] * world
+        dist.all_gather_object(seen, _node_summary(before))  # what each node's NVML and sysfs saw
+        if rank != 0:
+            return None, before
+        record = json.loads(results.read_text())
+    record["notes"] += _node_notes(seen)
+    return record, before
+
+
+def _node_summary(d: Discovery) -> dict:
+    ports = [f"{p.device}:{p.port} {p.rate_text} {p.link_layer}" for p in d.hca_ports if p.state == "ACTIVE"]
+    return {"host": socket.gethostname(), "ports": ports, "gpudirect": d.gpudirect_rdma, "health": health(d)}
+
+
+def _node_notes(seen: list[dict]) -> list[str]:
+    """One line per node (its active HCA ports, GPUDirect RDMA, health), and a line if the nodes' NICs differ."""
+    nodes = {s["host"]: s for s in seen}
+    notes = [
+        f"node {h}: {len(s['ports'])} active HCA ports ({', '.join(s['ports']) or 'none'}), GPUDirect RDMA "
+        f"{'yes' if s['gpudirect'] else 'no'}" + "".join(f"; {f}" for f in s["health"])
+        for h, s in nodes.items()
+    ]
+    if len({tuple(s["ports"]) for s in nodes.values()}) > 1:
+        notes.append("the nodes' network ports differ: the slowest node sets the scale-out bandwidth")
+    return notes
 
 
 def probe(

@@ -172,15 +172,19 @@ class Rank:
             verified=ok,
         )
 
-    def _bidirectional(self, name: str, mechanism: str, copy: Callable, ctas: int) -> None:
-        """Both ranks pull from each other at once; the slower rank's time counts."""
+    def _bidirectional(self, name: str, mechanism: str, copy: Callable, ctas: int, *, push: bool = False) -> None:
+        """Both ranks pull from (or push to) each other at once; the slower rank's time counts."""
+        src, dst = (self.src, self.peer_dst) if push else (self.peer_src, self.dst)
         timings, ok = [], True
         for size in self.plan.sizes:
             n = size // 4
-            self._poison(self.dst)
-            fn = lambda i, n=n: copy(self.peer_src[:n], self.dst[:n], ctas)  # noqa: E731
+            self._poison(self.dst)  # each rank poisons what it will receive, then both start together
+            torch.cuda.synchronize()
+            dist.barrier(group=self.pair)
+            fn = lambda i, n=n: copy(src[:n], dst[:n], ctas)  # noqa: E731
             timings.append(self._time(fn, group=self.pair, calls=calls_per_sample(size)))
             torch.cuda.synchronize()
+            dist.barrier(group=self.pair)
             ok &= self._check(self.dst, n, self.peer)
         flags = torch.tensor([int(ok)], device=self.device)
         dist.all_reduce(flags, op=dist.ReduceOp.MIN, group=self.pair)
@@ -221,6 +225,7 @@ class Rank:
         if self.peer is None:
             return
         sm = self.sm_count
+        tma_ok = torch.ones(1, device=self.device)
         if self.rank == 0:
             self._one_way("copy-engine", "copy-engine", "pull", lambda s, d, c: d.copy_(s), 0)
             self._one_way("copy-engine", "copy-engine", "push", lambda s, d, c: d.copy_(s), 0)
@@ -230,11 +235,16 @@ class Rank:
                 try:
                     self._one_way("tma", "tma", direction, tma_copy, sm)
                 except Exception as e:  # TMA on peer memory is new: record, never fake
+                    tma_ok.zero_()
                     self.notes.append(f"tma {direction} failed: {type(e).__name__}: {str(e).splitlines()[0]}")
-        dist.barrier(group=self.pair)
+            tma_ok *= all(c.verified for c in self.curves if c.mechanism == "tma")
+        dist.all_reduce(tma_ok, op=dist.ReduceOp.MIN, group=self.pair)  # both ranks learn whether TMA works
         if self.plan.bidirectional:
             self._bidirectional("copy-engine", "copy-engine", lambda s, d, c: d.copy_(s), 0)
             self._bidirectional("sm-load", "sm-load", sm_copy, sm)
+            self._bidirectional("sm-store", "sm-store", sm_copy, sm, push=True)
+            if tma_ok.item():
+                self._bidirectional("tma", "tma", tma_copy, sm)
         self._latency()
 
     def pair_matrix(self) -> None:
