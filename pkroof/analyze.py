@@ -21,6 +21,22 @@ def parse_params(pairs: list[str]) -> dict[str, int]:
     return out
 
 
+def _problem_workload(problem: str, world_size: int, shape: dict[str, int]):
+    """A suite problem or a problem file: its hand-written workload, else the one traced from its reference."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise ValueError(f"{problem}: problem files are traced with torch; pip install torch") from None
+    from pkroof.profilers.problems import load
+    from pkroof.profilers.profile import workload_of
+
+    p = load(problem)
+    size = shape.pop("size", None)
+    if size is not None:
+        shape["size_bytes"] = size
+    return workload_of(p, world_size, p.params(None, shape))
+
+
 def analyze(
     problem: str,
     *,
@@ -39,6 +55,9 @@ def analyze(
             raise ValueError(f"--size applies to collectives; {problem} takes --param {', '.join(spec.defaults)}")
         shape["size"] = parse_size(size)
     system = topo.system(world_size)
-    workload = build(problem, system.world_size, dtype, **shape)
+    if problem in BUILTINS:
+        workload = build(problem, system.world_size, dtype, **shape)
+    else:
+        workload = _problem_workload(problem, system.world_size, shape)
     b = bound(workload, system)
     return b, advise(b)

@@ -76,6 +76,53 @@ def probe(
 
 
 @app.command()
+def problems() -> None:
+    """List the built-in problem suite: category, shapes and the real code each comes from."""
+    from pkroof.profilers.problems import suite
+
+    try:
+        typer.echo(_show.problems_table(suite()))
+    except ValueError as e:
+        _fail(str(e))
+
+
+@app.command()
+def profile(
+    problem: Annotated[list[str], typer.Argument(help="suite problems or problem files")],
+    impl: Annotated[list[str] | None, typer.Option(help="implementation: path/to/file.py:function (repeat)")] = None,
+    world_size: World = None,
+    shape: Annotated[str | None, typer.Option(help="a named shape of the problem (default: small)")] = None,
+    size: Size = None,
+    param: Params = None,
+    out: Annotated[Path, typer.Option(help="folder for results.jsonl")] = Path("pkroof-results"),
+    timeout: Annotated[float, typer.Option(help="seconds before a hanging implementation is killed")] = 60.0,
+    resume: Annotated[bool, typer.Option(help="skip what results.jsonl already holds")] = False,
+    topology: Topo = "h200x2",
+) -> None:
+    """Check implementations against the reference on N ranks, time the correct ones, record fraction of roofline."""
+    from pkroof.profilers.profile import profile as run_profile
+
+    try:
+        overrides = _analyze.parse_params(param or [])
+        if size is not None:
+            overrides["size_bytes"] = _analyze.parse_size(size)
+        run_profile(
+            problem,
+            impls=impl or [],
+            world_size=world_size,
+            shape=shape,
+            overrides=overrides,
+            out_dir=out,
+            timeout_s=timeout,
+            resume=resume,
+            topology=topology,
+            log=typer.echo,
+        )
+    except ValueError as e:
+        _fail(str(e))
+
+
+@app.command()
 def presets() -> None:
     """List the embedded topology presets."""
     typer.echo(_show.presets_table())

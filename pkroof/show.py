@@ -142,3 +142,8 @@ def advice_text(b: Bound, advice: Advice) -> str:
             _table(["mechanism", "schedule", "comm SMs", "predicted"], top),
         ]
     )
+
+
+def problems_table(problems: list) -> str:
+    rows = [[p.name, p.category, ", ".join(p.shapes), p.source] for p in problems]
+    return _table(["problem", "category", "shapes", "from"], rows)

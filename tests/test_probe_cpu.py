@@ -186,9 +186,9 @@ def test_ctrl_c_leaves_no_rank_behind(tmp_path):
 @pytest.mark.parametrize("world", [2, 4])
 def test_spawned_ranks_rendezvous_over_gloo(tmp_path, world):
     pytest.importorskip("torch")
-    from pkroof.topology.probe import _free_port
+    from pkroof.profilers.launch import free_port
 
-    spawn(spawn_targets.gloo_all_reduce, world, (_free_port(), str(tmp_path)), 120, print)
+    spawn(spawn_targets.gloo_all_reduce, world, (free_port(), str(tmp_path)), 120, print)
     # every rank holds 1 + 2 + … + world after the all-reduce
     assert [float((tmp_path / f"rank{r}").read_text()) for r in range(world)] == [world * (world + 1) / 2] * world
 

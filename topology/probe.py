@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from pkroof.profilers.launch import RankFailedError, RankTimeoutError, free_port, start_ranks, stop_ranks, wait_ranks
+
 from .discover import Discovery, discover, health
 from .files import decode, dump
 from .from_probe import build_topology, fit_curves
@@ -44,12 +46,6 @@ def _clocks(d: Discovery) -> dict[str, float]:
     return out
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _gpu_list(text: str | None, count: int) -> list[int]:
     if text is None:
         return list(range(count))
@@ -63,58 +59,25 @@ def _gpu_list(text: str | None, count: int) -> list[int]:
     return gpus
 
 
-def start_ranks(target: Callable[..., None], world: int, args: tuple) -> list:
-    """Start target(rank, world, *args) in `world` processes of the standard library's spawn context.
-
-    The parent never imports torch or touches CUDA itself.
-    """
-    import multiprocessing
-
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=target, args=(rank, world, *args), daemon=True) for rank in range(world)]
-    for p in procs:
-        p.start()
-    return procs
-
-
-def stop_ranks(procs: list) -> None:
-    for p in procs:
-        if p.is_alive():
-            p.terminate()
-    for p in procs:
-        p.join(5)
-        if p.is_alive():
-            p.kill()
-            p.join()
-
-
-def wait_ranks(procs: list, deadline_s: float, log: Callable[[str], None]) -> None:
-    """Wait for every rank; a failed rank, Ctrl-C or the deadline stops them all (the caller stops them)."""
-    start = time.monotonic()
-    try:
-        while any(p.is_alive() for p in procs):
-            failed = [(rank, p.exitcode) for rank, p in enumerate(procs) if p.exitcode not in (None, 0)]
-            if failed:
-                rank, code = failed[0]
-                raise ProbeError(f"rank {rank} failed (exit code {code}); its error is printed above")
-            if time.monotonic() - start > deadline_s:
-                raise ProbeError(f"the probe did not finish in {deadline_s:.0f} s; its ranks were stopped")
-            time.sleep(0.1)
-        failed = [(rank, p.exitcode) for rank, p in enumerate(procs) if p.exitcode != 0]
-        if failed:
-            raise ProbeError(f"rank {failed[0][0]} failed (exit code {failed[0][1]}); its error is printed above")
-    except KeyboardInterrupt:
-        log("interrupted: stopping every rank")
-        raise
-
-
 def spawn(target: Callable[..., None], world: int, args: tuple, deadline_s: float, log: Callable[[str], None]) -> None:
     """Run target(rank, world, *args) on `world` processes and wait; every process is gone when this returns."""
     procs = start_ranks(target, world, args)
     try:
-        wait_ranks(procs, deadline_s, log)
+        _wait(procs, deadline_s, log)
     finally:
         stop_ranks(procs)
+
+
+def _wait(procs: list, deadline_s: float, log: Callable[[str], None]) -> None:
+    try:
+        wait_ranks(procs, deadline_s)
+    except RankFailedError as e:
+        raise ProbeError(f"rank {e.rank} failed (exit code {e.exitcode}); its error is printed above") from None
+    except RankTimeoutError:
+        raise ProbeError(f"the probe did not finish in {deadline_s:.0f} s; its ranks were stopped") from None
+    except KeyboardInterrupt:
+        log("interrupted: stopping every rank")
+        raise
 
 
 def launched_by_torchrun() -> bool:
@@ -142,11 +105,11 @@ def _measure_spawned(
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="pkroof-probe-") as tmp:
         results = Path(tmp) / "results.json"
-        procs = start_ranks(run_rank, len(chosen), (_free_port(), plan, str(results), chosen))
+        procs = start_ranks(run_rank, len(chosen), (free_port(), plan, str(results), chosen))
         try:
             before = discover(nvml)  # while the ranks import torch and set up NCCL: still before any load
             log(f"NVML discovery: {len(before.gpus)} x {before.gpus[0].name} in {time.monotonic() - start:.1f} s")
-            wait_ranks(procs, 300 if quick else 900, log)
+            _wait(procs, 300 if quick else 900, log)
         finally:
             stop_ranks(procs)
         if not results.exists():

@@ -1,0 +1,116 @@
+"""Start N rank processes, wait for them with a deadline, stop them all on any failure: the one launcher.
+
+Ranks are processes of the standard library's spawn context, so the parent never needs CUDA. `run_ranks` also
+joins them in a process group (gloo on CPU, NCCL on GPUs) and brings each rank's return value back.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import socket
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+
+class RankFailedError(RuntimeError):
+    """A rank raised or exited non-zero; `message` is its last error line when it could say one."""
+
+    def __init__(self, rank: int, exitcode: int | None, message: str = "", details: str = "") -> None:
+        self.rank, self.exitcode, self.message, self.details = rank, exitcode, message, details
+        super().__init__(f"rank {rank} failed (exit code {exitcode})" + (f": {message}" if message else ""))
+
+
+class RankTimeoutError(RuntimeError):
+    """The ranks did not finish by the deadline (a hang: the most common multi-GPU bug); they were killed."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_ranks(target: Callable[..., None], world: int, args: tuple) -> list:
+    """target(rank, world, *args) in `world` spawned processes."""
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=target, args=(rank, world, *args), daemon=True) for rank in range(world)]
+    for p in procs:
+        p.start()
+    return procs
+
+
+def stop_ranks(procs: list) -> None:
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(5)
+        if p.is_alive():
+            p.kill()
+            p.join()
+
+
+def _failed(procs: list, errors: Path | None) -> RankFailedError | None:
+    for rank, p in enumerate(procs):
+        if p.exitcode not in (None, 0):
+            details = ""
+            if errors is not None and (errors / f"{rank}.error").exists():
+                details = (errors / f"{rank}.error").read_text().strip()
+            return RankFailedError(rank, p.exitcode, details.splitlines()[-1] if details else "", details)
+    return None
+
+
+def wait_ranks(procs: list, deadline_s: float, errors: Path | None = None) -> None:
+    """Return when every rank exited 0; raise RankFailedError or RankTimeoutError otherwise (the caller stops them)."""
+    start = time.monotonic()
+    while any(p.is_alive() for p in procs):
+        failure = _failed(procs, errors)
+        if failure:
+            raise failure
+        if time.monotonic() - start > deadline_s:
+            raise RankTimeoutError(f"the ranks did not finish in {deadline_s:g} s and were stopped")
+        time.sleep(0.05)
+    failure = _failed(procs, errors)
+    if failure:
+        raise failure
+
+
+def _rank_main(rank: int, world: int, fn: Callable, args: tuple, backend: str, port: int, folder: str) -> None:
+    import torch
+    import torch.distributed as dist
+
+    try:
+        if backend == "nccl":
+            torch.cuda.set_device(rank)
+            dist.init_process_group(
+                "nccl",
+                init_method=f"tcp://127.0.0.1:{port}",
+                rank=rank,
+                world_size=world,
+                device_id=torch.device("cuda", rank),
+            )
+        else:
+            dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+        result = fn(rank, world, *args)
+        Path(folder, f"{rank}.pickle").write_bytes(pickle.dumps(result))
+        dist.barrier()
+    except BaseException:  # the parent reports the last line and keeps the whole traceback
+        Path(folder, f"{rank}.error").write_text(traceback.format_exc())
+        os._exit(1)
+    os._exit(0)  # process-group teardown can hang after NCCL work; nothing is left to flush
+
+
+def run_ranks(fn: Callable, world: int, args: tuple = (), *, backend: str = "gloo", timeout_s: float = 120) -> list:
+    """fn(rank, world, *args) on `world` ranks in one process group; their return values, in rank order."""
+    with tempfile.TemporaryDirectory(prefix="pkroof-ranks-") as folder:
+        procs = start_ranks(_rank_main, world, (fn, args, backend, free_port(), folder))
+        try:
+            wait_ranks(procs, timeout_s, Path(folder))
+        finally:
+            stop_ranks(procs)
+        return [pickle.loads(Path(folder, f"{r}.pickle").read_bytes()) for r in range(world)]

@@ -1,0 +1,118 @@
+"""Profile problems: bound each one, run the reference and every implementation, record and print as it goes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pkroof.rooflines import Bound, bound
+from pkroof.rooflines.units import fmt_s
+from pkroof.topology import resolve
+
+from . import records
+from .problems import Problem, load
+from .run import Job, finish, resolve_impl, run_job
+
+HEADER = (
+    f"{'problem':26} {'shape':16} {'impl':26} {'status':9} {'time':>10} {'link GB/s':>9} {'t_roof':>10} "
+    f"{'roof':>5} {'vs ref':>6}"
+)
+
+
+def devices() -> int:
+    try:
+        import torch
+    except ImportError:
+        return 0
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def workload_of(problem: Problem, world_size: int, params: dict[str, Any]):
+    """The problem's hand-written workload if it has one, else the one traced from its reference."""
+    import torch
+
+    with torch.device("meta"):  # shape errors (not divisible by the world size) surface here, before any rank starts
+        problem.inputs(0, world_size, seed=0, device=torch.device("meta"), params=params)
+    if problem.has_workload:
+        return problem.module.workload(world_size, **params)
+    from .trace import trace
+
+    return trace(problem, world_size, params)
+
+
+def _row(r: dict[str, Any]) -> str:
+    median = r.get("median_s")
+    link = r.get("achieved_link_Bps")
+    roof = r.get("fraction_of_roofline")
+    speed = r.get("speedup_vs_reference")
+    problem = Path(r["problem"]).stem.replace("_", "-") if r["problem"].endswith(".py") else r["problem"]
+    impl = r["impl"].rpartition("/")[2]
+    return (
+        f"{problem[:26]:26} {r['shape'][:16]:16} {impl[-26:]:26} {r['status']:9} "
+        f"{fmt_s(median) if median else '-':>10} {f'{link / 1e9:.1f}' if link else '-':>9} "
+        f"{fmt_s(r['t_roof_s']):>10} {f'{roof:.0%}' if roof else '-':>5} {f'{speed:.2f}x' if speed else '-':>6}"
+    )
+
+
+def profile(
+    problems: list[str],
+    *,
+    impls: list[str],
+    world_size: int | None,
+    shape: str | None,
+    overrides: dict[str, Any],
+    out_dir: Path,
+    timeout_s: float,
+    resume: bool,
+    topology: str,
+    log: Callable[[str], None] = print,
+) -> list[dict[str, Any]]:
+    gpus = devices()
+    backend = "nccl" if gpus >= max(2, world_size or 2) else "gloo"
+    world = world_size or (gpus if backend == "nccl" else 2)
+    if world < 2:
+        raise ValueError(f"world size must be at least 2, got {world}")
+    topo = resolve(topology)
+    loaded = [load(name) for name in problems]  # every bad name or file is reported before anything runs
+    for problem in loaded:
+        for impl in impls:
+            resolve_impl(problem, impl)
+    path = out_dir / "results.jsonl"
+    existing, unreadable = records.read(path) if resume else ([], [])
+    for line in unreadable:
+        log(line)
+    done = {records.key(r): r for r in existing}
+    if backend == "gloo":
+        log(f"no {world} GPUs here: {world} CPU ranks over gloo check correctness; their times are CPU times")
+    log(HEADER)
+    written = []
+    for problem, name in zip(loaded, problems, strict=True):
+        params = problem.params(shape, overrides)
+        b: Bound = bound(workload_of(problem, world, params), topo.system(world))
+        reference_s = None
+        for impl in ["reference", *[i for i in impls if i != "reference"]]:
+            job = Job(name, shape or "small", params, impl, world, backend)
+            key = records.key(
+                {"problem": name, "shape": job.shape, "params": params, "impl": impl, "world_size": world}
+            )
+            if key in done:
+                log(f"{_row(done[key])}  (recorded)")
+                if impl == "reference":
+                    reference_s = done[key].get("median_s")
+                continue
+            result = run_job(job, timeout_s)
+            record = finish(
+                result,
+                t_roof_s=b.t_roof_s,
+                link_bytes=b.link_bytes_per_rank,
+                reference_s=reference_s,
+                backend=backend,
+                topology=topo.name,
+            )
+            records.append(path, record)
+            written.append(record)
+            log(_row(record) + (f"  {record['message']}" if record.get("message") else ""))
+            if impl == "reference":
+                reference_s = record.get("median_s")
+    return written

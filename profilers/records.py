@@ -1,0 +1,48 @@
+"""Measurement records: one JSON line per (problem, shape, implementation, world size), appended as soon as known."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+SCHEMA = "pkroof.record/1"
+STATUSES = ("correct", "incorrect", "timeout", "crashed")
+
+
+def key(record: dict[str, Any]) -> tuple:
+    return (
+        record["problem"],
+        record["shape"],
+        json.dumps(record["params"], sort_keys=True),
+        record["impl"],
+        record["world_size"],
+    )
+
+
+def append(path: Path, record: dict[str, Any]) -> None:
+    """Append one line and make it durable before going on: nothing measured is lost to a later crash."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        f.write(json.dumps({"schema": SCHEMA, **record}, sort_keys=True) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The records of a results file, and one message per line that could not be read (skipped, never fatal)."""
+    records, problems = [], []
+    if not path.exists():
+        return records, problems
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            key(record)
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            problems.append(f"{path}:{number}: skipped, not a record ({type(e).__name__})")
+            continue
+        records.append(record)
+    return records, problems

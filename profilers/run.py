@@ -1,0 +1,267 @@
+"""`pkroof profile`: check each implementation against the reference on fresh inputs, time the correct ones.
+
+One set of ranks per (problem, implementation): a hang is killed at the timeout, a crash is recorded with its
+message, and the next implementation runs. Ranks are GPUs (NCCL) where there are enough, else CPU processes
+over gloo (correctness and orchestration; their times are CPU times and say so).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import platform
+import socket
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .launch import RankFailedError, RankTimeoutError, run_ranks
+from .problems import Problem, load
+
+TRIALS = 3  # correctness trials, each on fresh random inputs
+INPUT_SETS = 3  # timed calls rotate over this many input sets (cold L2 between reuses)
+ITERS = 20
+# torch.testing-style tolerances by dtype: low-precision sums differ with their order, not only by rounding
+TOLERANCES = {"bfloat16": (1.6e-2, 1e-2), "float16": (1e-3, 1e-3), "float32": (1.3e-5, 1e-5)}
+
+
+@dataclass(frozen=True)
+class Job:
+    problem: str  # suite name or file path
+    shape: str
+    params: dict[str, Any]
+    impl: str  # "reference" or "path/to/file.py:function"
+    world_size: int
+    backend: str  # "nccl" or "gloo"
+    seed: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def resolve_impl(problem: Problem, spec: str) -> Callable[..., Any]:
+    """'reference', or 'path/to/file.py:function' with the reference's signature; anything else is a ValueError."""
+    if spec == "reference":
+        return problem.reference
+    path, sep, name = spec.rpartition(":")
+    if not sep or not path.endswith(".py"):
+        raise ValueError(f"unknown implementation {spec!r}: give 'reference' or path/to/file.py:function")
+    if not Path(path).is_file():
+        raise ValueError(f"implementation file {path} does not exist")
+    module_spec = importlib.util.spec_from_file_location(f"pkroof_impl_{Path(path).stem}", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    fn = getattr(module, name, None)
+    if not callable(fn):
+        raise ValueError(f"{path} has no function {name!r}")
+    return fn
+
+
+def _as_tuple(out: Any) -> tuple:
+    return out if isinstance(out, tuple) else (out,)
+
+
+def _clone(inputs: tuple) -> tuple:
+    import torch
+
+    return tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in inputs)
+
+
+def _poison_allocator(device: Any, nbytes: int) -> None:
+    """On a GPU, hand freshly freed NaN-filled memory to the caching allocator so unwritten outputs fail the check."""
+    import torch
+
+    if device.type == "cuda" and nbytes:
+        torch.full((nbytes // 4 + 1,), float("nan"), dtype=torch.float32, device=device)
+
+
+def _compare(got: tuple, want: tuple) -> tuple[bool, float, str]:
+    """(all close, largest absolute error, a line saying what differs)."""
+    import torch
+
+    if len(got) != len(want):
+        return False, math.inf, f"returned {len(got)} outputs, the reference {len(want)}"
+    worst = 0.0
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        if not isinstance(w, torch.Tensor):
+            continue
+        if not isinstance(g, torch.Tensor) or g.shape != w.shape or g.dtype != w.dtype:
+            what = (tuple(g.shape), g.dtype) if isinstance(g, torch.Tensor) else type(g).__name__
+            return False, math.inf, f"output {i}: got {what}, the reference gives {(tuple(w.shape), w.dtype)}"
+        if w.numel() == 0:
+            continue
+        rtol, atol = TOLERANCES.get(str(w.dtype).removeprefix("torch."), (0.0, 0.0))
+        gf, wf = g.double(), w.double()
+        err = (gf - wf).abs()
+        bad = ~(err <= atol + rtol * wf.abs())  # NaN (unwritten, poisoned) counts as bad
+        worst = max(worst, float(err.nan_to_num(math.inf).max()))
+        if bool(bad.any()):
+            return (
+                False,
+                worst,
+                f"output {i}: {int(bad.sum())} of {w.numel()} elements differ (max |error| {worst:.3g})",
+            )
+    return True, worst, ""
+
+
+def _check(problem: Problem, impl: Callable, job: Job, rank: int, device: Any) -> tuple[bool, float, str]:
+    import torch.distributed as dist
+
+    for trial in range(TRIALS):
+        inputs = problem.inputs(
+            rank, job.world_size, seed=job.seed + 1000 * (trial + 1), device=device, params=job.params
+        )
+        want = _as_tuple(problem.reference(*_clone(inputs)))
+        _poison_allocator(device, sum(w.numel() * w.element_size() for w in want if hasattr(w, "numel")))
+        got = _as_tuple(impl(*_clone(inputs)))
+        ok, worst, why = _compare(got, want)
+        if not ok:
+            return False, worst, f"trial {trial + 1}: {why}"
+    import torch
+
+    flag = torch.tensor([1.0], device=device)
+    dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+    return bool(flag.item()), worst, "" if flag.item() else "another rank's output differs"
+
+
+def _time_cpu(fn: Callable[[int], Any]) -> dict[str, Any]:
+    """Wall-clock per call on CPU ranks, barrier before each sample, slowest rank per sample."""
+    import torch
+    import torch.distributed as dist
+
+    for i in range(2):
+        fn(i)
+    samples = []
+    for i in range(ITERS):
+        dist.barrier()
+        start = time.perf_counter()
+        fn(i)
+        samples.append(time.perf_counter() - start)
+    t = torch.tensor(samples, dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return {"mode": "cpu-wall", "samples_s": t.tolist()}
+
+
+def _time_gpu(fn: Callable[[int], Any], device: Any) -> dict[str, Any]:
+    import torch
+    import torch.distributed as dist
+
+    from .timing import time_device
+
+    token = torch.zeros(1, device=device)
+
+    def barrier() -> None:
+        dist.all_reduce(token)
+
+    eager = time_device(
+        fn, iters=ITERS, calls_per_sample=INPUT_SETS, graph=False, barrier=barrier, group=dist.group.WORLD
+    )
+    out = {"mode": "eager", "samples_s": list(eager.samples_s), "eager_median_s": eager.median_s}
+    try:
+        graph = time_device(
+            fn, iters=ITERS, calls_per_sample=INPUT_SETS, graph=True, barrier=barrier, group=dist.group.WORLD
+        )
+        out |= {"mode": "graph", "samples_s": list(graph.samples_s)}
+    except Exception as e:  # not every implementation can be captured (host syncs, CPU-side splits): eager then
+        out["graph_error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        torch.cuda.synchronize()
+    return out
+
+
+def _job(rank: int, world: int, job: Job) -> dict[str, Any]:
+    """One rank's part: check, then (if every rank is correct) time. Rank 0's dict becomes the record."""
+    import torch
+
+    device = torch.device("cuda", torch.cuda.current_device()) if job.backend == "nccl" else torch.device("cpu")
+    problem = load(job.problem)
+    impl = resolve_impl(problem, job.impl)
+    ok, worst, why = _check(problem, impl, job, rank, device)
+    result: dict[str, Any] = {"status": "correct" if ok else "incorrect", "max_abs_error": worst, "message": why}
+    if not ok:
+        return result
+    sets = [
+        problem.inputs(rank, world, seed=job.seed + 10_000 + s, device=device, params=job.params)
+        for s in range(INPUT_SETS)
+    ]
+
+    def call(i: int) -> Any:
+        return impl(*sets[i % INPUT_SETS])
+
+    result["timing"] = _time_gpu(call, device) if job.backend == "nccl" else _time_cpu(call)
+    return result
+
+
+def _environment(backend: str, topology: str) -> dict[str, Any]:
+    env = {"host": socket.gethostname(), "python": platform.python_version(), "backend": backend, "topology": topology}
+    try:
+        import torch
+
+        env["torch"] = torch.__version__
+        if backend == "nccl":
+            env |= {
+                "gpu": torch.cuda.get_device_name(0),
+                "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+                "cuda": torch.version.cuda,
+            }
+    except ImportError:
+        pass
+    return env
+
+
+def run_job(job: Job, timeout_s: float) -> dict[str, Any]:
+    """Run one job on fresh ranks; a hang or a crash becomes a record, never an exception."""
+    base = {
+        "problem": job.problem,
+        "shape": job.shape,
+        "params": job.params,
+        "impl": job.impl,
+        "world_size": job.world_size,
+    }
+    try:
+        result = run_ranks(_job, job.world_size, (job,), backend=job.backend, timeout_s=timeout_s)[0]
+    except RankTimeoutError:
+        return base | {"status": "timeout", "message": f"killed after {timeout_s:g} s (a hang or deadlock)"}
+    except RankFailedError as e:
+        return base | {
+            "status": "crashed",
+            "message": e.message or f"rank {e.rank} exited with code {e.exitcode}",
+            "traceback": e.details,
+        }
+    return base | result
+
+
+def summarise(timing: dict[str, Any]) -> dict[str, float]:
+    samples = sorted(timing["samples_s"])
+    pick = lambda q: samples[min(len(samples) - 1, round(q * (len(samples) - 1)))]  # noqa: E731
+    return {"median_s": statistics.median(samples), "p10_s": pick(0.1), "p90_s": pick(0.9), "min_s": samples[0]}
+
+
+def finish(
+    record: dict[str, Any],
+    *,
+    t_roof_s: float,
+    link_bytes: float,
+    reference_s: float | None,
+    backend: str,
+    topology: str,
+) -> dict[str, Any]:
+    """Add the time statistics, fraction of roofline, achieved link rate and speedup to a job's result."""
+    out = record | {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "environment": _environment(backend, topology),
+        "t_roof_s": t_roof_s,
+    }
+    if record.get("status") == "correct" and "timing" in record:
+        stats = summarise(record["timing"])
+        out |= stats
+        out["fraction_of_roofline"] = t_roof_s / stats["median_s"] if backend == "nccl" else None
+        out["achieved_link_Bps"] = link_bytes / stats["median_s"] if (link_bytes and backend == "nccl") else None
+        out["speedup_vs_reference"] = reference_s / stats["median_s"] if reference_s else None
+    return out
+
+
+def describe(record: dict[str, Any]) -> str:
+    return json.dumps({k: record[k] for k in ("problem", "shape", "impl", "status")})

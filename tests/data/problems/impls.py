@@ -1,0 +1,31 @@
+"""Implementations of user_gemm_all_reduce for the profiler's tests: right, wrong, hanging, crashing."""
+
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def correct(a, b):  # the same maths in another order: (a @ b) summed over ranks
+    out = torch.mm(a, b)
+    dist.all_reduce(out)
+    return out
+
+
+def wrong(a, b):  # forgets the all-reduce: each rank returns only its partial sum
+    return a @ b
+
+
+def unwritten(a, b):  # returns memory it never wrote
+    return torch.empty(a.shape[0], b.shape[1])
+
+
+def hangs(a, b):  # rank 0 waits for a collective nobody else joins: the classic deadlock
+    if dist.get_rank() == 0:
+        dist.all_reduce(torch.ones(1))
+    time.sleep(3600)
+    return a @ b
+
+
+def crashes(a, b):
+    raise RuntimeError("CUDA error: an illegal memory access was encountered (simulated)")

@@ -1,0 +1,51 @@
+"""Run a function on N CPU ranks joined by gloo: each rank's return value comes back to the test, in rank order.
+
+    results = run_on_ranks(check_problem, 2, "all_reduce")   # check_problem(rank, world_size, *args) -> picklable
+
+The function must live at module level in an importable module (tests/ is on sys.path under pytest).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import pickle
+import socket
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _rank_main(fn: Callable, rank: int, world: int, port: int, folder: str, args: tuple) -> None:
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        result = fn(rank, world, *args)
+    finally:
+        dist.barrier()
+        dist.destroy_process_group()
+    Path(folder, f"{rank}.pickle").write_bytes(pickle.dumps(result))
+
+
+def run_on_ranks(fn: Callable, world: int, *args: object, timeout_s: float = 120) -> list:
+    ctx = multiprocessing.get_context("spawn")
+    with tempfile.TemporaryDirectory() as folder:
+        port = _free_port()
+        procs = [ctx.Process(target=_rank_main, args=(fn, r, world, port, folder, args)) for r in range(world)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(timeout_s)
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+        codes = [p.exitcode for p in procs]
+        if any(code != 0 for code in codes):
+            raise RuntimeError(f"ranks exited with {codes}; their errors are printed above")
+        return [pickle.loads(Path(folder, f"{r}.pickle").read_bytes()) for r in range(world)]

@@ -1,0 +1,130 @@
+"""The profiler on CPU ranks over gloo: correct, wrong, unwritten, hanging and crashing implementations; resume;
+a user's problem file with no hand-written workload, traced into one."""
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from pkroof.profilers import records  # noqa: E402
+from pkroof.profilers.problems import load  # noqa: E402
+from pkroof.profilers.profile import profile  # noqa: E402
+from pkroof.profilers.trace import trace, trace_on_meta  # noqa: E402
+from pkroof.rooflines import Collective  # noqa: E402
+
+DATA = Path(__file__).parent / "data" / "problems"
+PROBLEM = str(DATA / "user_gemm_all_reduce.py")
+IMPLS = str(DATA / "impls.py")
+
+
+def _run(tmp_path, impls, **kw):
+    lines = []
+    out = profile(
+        [PROBLEM],
+        impls=[f"{IMPLS}:{i}" for i in impls],
+        world_size=2,
+        shape=None,
+        overrides={},
+        out_dir=tmp_path,
+        timeout_s=kw.get("timeout_s", 20),
+        resume=kw.get("resume", False),
+        topology="h200x2",
+        log=lines.append,
+    )
+    return out, lines
+
+
+def test_every_kind_of_implementation_is_recorded_and_the_run_goes_on(tmp_path):
+    start = time.monotonic()
+    written, lines = _run(tmp_path, ["correct", "wrong", "unwritten", "hangs", "crashes"], timeout_s=10)
+    status = {r["impl"].rpartition(":")[2]: r for r in written}
+    assert status["reference"]["status"] == "correct"
+    assert status["correct"]["status"] == "correct" and status["correct"]["median_s"] > 0
+    assert status["wrong"]["status"] == "incorrect" and "median_s" not in status["wrong"]  # never timed
+    assert status["unwritten"]["status"] == "incorrect"
+    assert status["hangs"]["status"] == "timeout" and "10 s" in status["hangs"]["message"]
+    assert status["crashes"]["status"] == "crashed"
+    assert "illegal memory access (simulated)" in status["crashes"]["message"].replace("was encountered ", "")
+    assert "Traceback" in status["crashes"]["traceback"]
+    assert time.monotonic() - start < 120  # the hang cost its 10 s timeout, not forever
+    stored, problems = records.read(tmp_path / "results.jsonl")
+    assert problems == [] and [r["impl"] for r in stored] == [r["impl"] for r in written]
+    assert all(r["schema"] == records.SCHEMA for r in stored)
+    assert any("crashed" in line for line in lines)
+
+
+def test_resume_skips_what_is_recorded_and_survives_a_corrupted_line(tmp_path):
+    _run(tmp_path, ["correct"])
+    results = tmp_path / "results.jsonl"
+    with results.open("a") as f:
+        f.write('{"problem": "half a line\n')
+    again, lines = _run(tmp_path, ["correct", "wrong"], resume=True)
+    assert [r["impl"].rpartition(":")[2] for r in again] == ["wrong"]  # the reference and correct were recorded
+    assert any("skipped, not a record" in line for line in lines)
+    assert sum(1 for _ in results.open()) == 4  # 2 old records, the corrupted line kept, 1 new: nothing lost
+
+
+def test_a_user_problem_without_a_workload_is_traced():
+    problem = load(PROBLEM)
+    m, n, k = 64, 32, 16  # the "small" shape
+    w = trace_on_meta(problem, 4, problem.params())
+    # C[m,n] = A[m,k]·B[k,n] per rank: 2·m·n·k FLOPs in fp32, then an all-reduce of C (m·n·4 bytes) over 4 ranks
+    assert w.flops_by_dtype == {"fp32": 2 * m * n * k}
+    (op,) = w.comm
+    assert (op.kind, op.size_bytes, op.group_size) == (Collective.ALL_REDUCE, m * n * 4, 4)
+    assert op.producer == "compute"  # recorded after the matmul: the GEMM feeds the all-reduce
+    assert w.hbm_bytes == 4 * (m * k + k * n + m * n)  # inputs read once, output written once
+
+
+def test_value_dependent_references_are_traced_over_gloo(tmp_path):
+    problem_file = tmp_path / "uneven.py"
+    problem_file.write_text(
+        '"""All-to-all-v whose split sizes come from the data. From nowhere in particular."""\n'
+        "import torch\nimport torch.distributed as dist\n"
+        'CATEGORY = "expert-parallel"\nSOURCE = "a test"\nSHAPES = {"small": dict(n=8)}\n'
+        "def inputs(rank, world_size, *, seed, device, n):\n"
+        "    return (torch.arange(n * world_size, dtype=torch.float32, device=device),)\n"
+        "def reference(x):\n"
+        "    world = dist.get_world_size()\n"
+        "    splits = (x[:world] * 0 + x.numel() // world).long().tolist()  # needs the values\n"
+        "    out = torch.empty_like(x)\n"
+        "    dist.all_to_all_single(out, x, splits, splits)\n"
+        "    return out\n"
+    )
+    problem = load(str(problem_file))
+    with pytest.raises(Exception):  # noqa: B017 - meta tensors have no values to turn into split sizes
+        trace_on_meta(problem, 2, problem.params())
+    w = trace(problem, 2, problem.params())
+    (op,) = w.comm
+    assert (op.kind, op.size_bytes, op.group_size) == (Collective.ALL_TO_ALL, 8 * 2 * 4, 2)
+
+
+def test_bad_problem_files_are_one_line_errors(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        '"""no reference here"""\nCATEGORY = "collective"\nSOURCE = "x"\nSHAPES = {"small": {}}\n'
+        "def inputs(rank, world_size, *, seed, device):\n    return ()\n"
+    )
+    with pytest.raises(ValueError, match="lacks `reference`"):
+        load(str(bad))
+    with pytest.raises(ValueError, match="no shape 'huge'"):
+        load(PROBLEM).params("huge")
+    with pytest.raises(ValueError, match="has no parameter q"):
+        load(PROBLEM).params(None, {"q": 1})
+    with pytest.raises(ValueError, match="unknown implementation"):
+        profile(
+            [PROBLEM],
+            impls=["fastest"],
+            world_size=2,
+            shape=None,
+            overrides={},
+            out_dir=tmp_path,
+            timeout_s=5,
+            resume=False,
+            topology="h200x2",
+            log=lambda m: None,
+        )
+    assert json.dumps(load(PROBLEM).params()) == json.dumps({"m": 64, "n": 32, "k": 16})
