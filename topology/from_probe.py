@@ -19,6 +19,12 @@ NVLINK_LINK_Bps = {"NVLink 3.0": 25e9, "NVLink 4.0": 25e9, "NVLink 5.0": 50e9}  
 NCCL_STEP_S = 0.47e-6  # NCCL's tuning model, ring LL per NVLink step (src/graph/tuning.cc)
 NCCL_CHANNELS = 32
 DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32")
+NCCL_SOURCES = {
+    "nccl-tuning": Source(
+        "nominal", "NCCL's own cost model, src/graph/tuning.cc: ring LL protocol latency 0.47 µs per NVLink step"
+    ),
+    "nccl-channels": Source("nominal", "assumption: NCCL runs one CTA per channel, up to 32 channels"),
+}
 
 
 def _curve(curves: dict[str, Curve], name: str) -> Curve | None:
@@ -248,13 +254,7 @@ def _mechanisms(fits: tuple[Fit, ...], ceilings: dict[str, float], world: int) -
 def build_topology(name: str, record: dict[str, Any], discovery: Discovery, probe: Probe) -> Topology:
     """The measured topology of the probed node: GPU ceilings, fitted mechanisms, NVML's links and NICs."""
     world, local = record["world"], record.get("local_world", record["world"])
-    sources = {
-        "probe": Source("measured", f"{probe.command} on {probe.host}, {probe.date}"),
-        "nccl-tuning": Source(
-            "nominal", "NCCL's own cost model, src/graph/tuning.cc: ring LL protocol latency 0.47 µs per NVLink step"
-        ),
-        "nccl-channels": Source("nominal", "assumption: NCCL runs one CTA per channel, up to 32 channels"),
-    }
+    sources = {"probe": Source("measured", f"{probe.command} on {probe.host}, {probe.date}"), **NCCL_SOURCES}
     ceilings = probe.ceilings
     flops = {d: ceilings[f"matmul_{d}_flops"] for d in DTYPES if f"matmul_{d}_flops" in ceilings}
     gpu = GPU(
@@ -296,12 +296,7 @@ def refit(topology: Topology) -> Topology:
         topology.probe, fits=fits, notes=tuple(n for n in topology.probe.notes if n not in notes) + tuple(notes)
     )
     mechanisms = _mechanisms(fits, probe.ceilings, world)
-    sources = dict(topology.sources) | {
-        "nccl-tuning": Source(
-            "nominal", "NCCL's own cost model, src/graph/tuning.cc: ring LL protocol latency 0.47 µs per NVLink step"
-        ),
-        "nccl-channels": Source("nominal", "assumption: NCCL runs one CTA per channel, up to 32 channels"),
-    }
+    sources = dict(topology.sources) | NCCL_SOURCES
     records = (topology.gpu, topology.scaleup, topology.nic, *mechanisms.values())
     used = {i for r in records if r is not None for i in r.sources.values()}
     return dataclasses.replace(
