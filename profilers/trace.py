@@ -1,17 +1,16 @@
 """Trace a problem's reference once into a Workload: its collectives, its FLOPs by dtype, its minimal HBM bytes.
 
-First on meta tensors in this process, torch.distributed replaced by a recorder that moves no data (fast, works
-at any shape); a reference whose control flow needs values (MoE split sizes, `.item()`) is then run for real on
-CPU ranks over gloo, with the collectives recorded on rank 0. Comm ops before any FLOP feed the compute
-(consumer), comm ops after it are fed by the compute (producer): that is what lets the model overlap them.
+One dispatch mode sees both: torch's FLOP formulas for compute ops, and torch.distributed's c10d ops (which
+every collective goes through, however the problem file imported it) for communication. First on meta tensors
+in this process over torch's fake process group (no data moves; any shape); a reference whose control flow
+needs values (MoE split sizes, `.item()`) is then run for real on CPU ranks over gloo. Comm ops before any FLOP
+feed the compute (consumer), comm ops after it are fed by it (producer): that lets the model overlap them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections import defaultdict
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,136 +42,66 @@ def _nbytes(t: Any) -> int:
     return 0
 
 
+def _group_size(args: tuple, default: int) -> int:
+    for a in args:
+        if isinstance(a, torch.ScriptObject):
+            try:
+                return dist.ProcessGroup.unbox(a).size()
+            except Exception:  # a ReduceOp or another script object: keep looking
+                continue
+    return default
+
+
+# c10d op → (collective, bytes in nccl-tests' convention from the op's arguments and the group size n)
+_C10D = {
+    "allreduce_": (Collective.ALL_REDUCE, lambda a, n: _nbytes(a[0])),
+    "allreduce_coalesced_": (Collective.ALL_REDUCE, lambda a, n: _nbytes(a[0])),
+    "_allgather_base_": (Collective.ALL_GATHER, lambda a, n: _nbytes(a[0])),
+    "allgather_": (Collective.ALL_GATHER, lambda a, n: _nbytes(a[0])),
+    "allgather_into_tensor_coalesced_": (Collective.ALL_GATHER, lambda a, n: _nbytes(a[0])),
+    "_reduce_scatter_base_": (Collective.REDUCE_SCATTER, lambda a, n: _nbytes(a[1])),
+    "reduce_scatter_": (Collective.REDUCE_SCATTER, lambda a, n: _nbytes(a[1])),
+    "reduce_scatter_tensor_coalesced_": (Collective.REDUCE_SCATTER, lambda a, n: _nbytes(a[1])),
+    "alltoall_base_": (Collective.ALL_TO_ALL, lambda a, n: _nbytes(a[1])),
+    "alltoall_": (Collective.ALL_TO_ALL, lambda a, n: _nbytes(a[1])),
+    "broadcast_": (Collective.BROADCAST, lambda a, n: _nbytes(a[0])),
+    "reduce_": (Collective.REDUCE, lambda a, n: _nbytes(a[0])),
+    "gather_": (Collective.GATHER, lambda a, n: n * _nbytes(a[1])),
+    "scatter_": (Collective.SCATTER, lambda a, n: n * _nbytes(a[0])),
+    "send": (Collective.SEND_RECV, lambda a, n: _nbytes(a[0])),  # a receive is the other half: not counted twice
+}
+
+
 @dataclass
-class _Recorder:
+class _Recorder(TorchDispatchMode):
+    """FLOPs by the dtype of each op's first tensor, and every collective with its bytes and group size."""
+
     world_size: int
     comm: list[tuple[Collective, int, int, bool]] = field(default_factory=list)  # kind, bytes, group, after FLOPs
     flops: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     tiles: int = 1
 
-    def collective(self, kind: Collective, nbytes: int, group: Any) -> None:
-        size = self.world_size if group is None else dist.get_world_size(group)
-        self.comm.append((kind, nbytes, size, bool(self.flops)))
-
-
-class _FlopCounter(TorchDispatchMode):
-    """FLOPs of every op torch's flop counter knows, by the dtype of its first tensor argument."""
-
-    def __init__(self, recorder: _Recorder) -> None:
+    def __post_init__(self) -> None:
         super().__init__()
-        self.recorder = recorder
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if func.namespace == "c10d" and func._overloadpacket.__name__ in _C10D:
+            kind, nbytes = _C10D[func._overloadpacket.__name__]
+            n = _group_size(args, self.world_size)
+            group = 2 if kind is Collective.SEND_RECV else n  # point to point: a pair, whatever group carries it
+            self.comm.append((kind, nbytes(args, n), group, bool(self.flops)))
         out = func(*args, **kwargs)
         packet = func._overloadpacket
         if packet in flop_registry:
             dtype = next((a.dtype for a in args if isinstance(a, torch.Tensor)), torch.float32)
             name = DTYPE_NAMES.get(dtype, "fp32")
-            if name == "fp32" and torch.backends.cuda.matmul.allow_tf32:
-                name = "tf32"
-            self.recorder.flops[name] += flop_registry[packet](*args, **kwargs, out_val=out)
+            self.flops[name] += flop_registry[packet](*args, **kwargs, out_val=out)
             if packet in _MATMULS and isinstance(out, torch.Tensor) and out.dim() >= 2:
-                rows, cols = out.shape[-2], out.shape[-1]
                 batch = math.prod(out.shape[:-2])
-                tiles = batch * math.ceil(rows / GEMM_TILE_M) * math.ceil(cols / GEMM_TILE_N)
-                self.recorder.tiles = max(self.recorder.tiles, tiles)
+                tiles = batch * math.ceil(out.shape[-2] / GEMM_TILE_M) * math.ceil(out.shape[-1] / GEMM_TILE_N)
+                self.tiles = max(self.tiles, tiles)
         return out
-
-
-class _Work:
-    def wait(self) -> bool:
-        return True
-
-    def is_completed(self) -> bool:
-        return True
-
-
-def _fake_distributed(rec: _Recorder, *, move_data: bool) -> dict[str, Any]:
-    """Replacements for torch.distributed's collectives that record (kind, bytes, group) before (maybe) running."""
-    real = {
-        name: getattr(dist, name)
-        for name in (
-            "all_reduce",
-            "all_gather_into_tensor",
-            "reduce_scatter_tensor",
-            "all_to_all_single",
-            "broadcast",
-            "reduce",
-            "gather",
-            "scatter",
-            "send",
-            "recv",
-            "isend",
-            "irecv",
-            "batch_isend_irecv",
-            "all_gather",
-            "all_to_all",
-            "barrier",
-            "get_rank",
-            "get_world_size",
-            "is_initialized",
-        )
-    }
-    world = rec.world_size
-
-    def wrap(name: str, kind: Collective | None, nbytes) -> Any:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            if kind is not None:
-                rec.collective(kind, nbytes(*args, **kwargs), kwargs.get("group"))
-            if move_data:
-                return real[name](*args, **kwargs)
-            return _Work() if kwargs.get("async_op") or name in ("isend", "irecv") else None
-
-        return call
-
-    def batch(ops: list, *args: Any, **kwargs: Any) -> Any:
-        for op in ops:
-            if getattr(op.op, "__name__", "") in ("isend", "send"):
-                rec.collective(Collective.SEND_RECV, _nbytes(op.tensor), getattr(op, "group", None))
-        return real["batch_isend_irecv"](ops) if move_data else [_Work() for _ in ops]
-
-    fakes: dict[str, Any] = {
-        "all_reduce": wrap("all_reduce", Collective.ALL_REDUCE, lambda t, *a, **k: _nbytes(t)),
-        "all_gather_into_tensor": wrap(
-            "all_gather_into_tensor", Collective.ALL_GATHER, lambda o, i, *a, **k: _nbytes(o)
-        ),
-        "reduce_scatter_tensor": wrap(
-            "reduce_scatter_tensor", Collective.REDUCE_SCATTER, lambda o, i, *a, **k: _nbytes(i)
-        ),
-        "all_to_all_single": wrap("all_to_all_single", Collective.ALL_TO_ALL, lambda o, i, *a, **k: _nbytes(i)),
-        "broadcast": wrap("broadcast", Collective.BROADCAST, lambda t, *a, **k: _nbytes(t)),
-        "reduce": wrap("reduce", Collective.REDUCE, lambda t, *a, **k: _nbytes(t)),
-        "gather": wrap("gather", Collective.GATHER, lambda t, *a, **k: world * _nbytes(t)),
-        "scatter": wrap("scatter", Collective.SCATTER, lambda t, *a, **k: world * _nbytes(t)),
-        "send": wrap("send", Collective.SEND_RECV, lambda t, *a, **k: _nbytes(t)),
-        "isend": wrap("isend", Collective.SEND_RECV, lambda t, *a, **k: _nbytes(t)),
-        "recv": wrap("recv", None, None),
-        "irecv": wrap("irecv", None, None),
-        "batch_isend_irecv": batch,
-        "all_gather": wrap("all_gather", Collective.ALL_GATHER, lambda outs, t, *a, **k: _nbytes(outs)),
-        "all_to_all": wrap("all_to_all", Collective.ALL_TO_ALL, lambda outs, ins, *a, **k: _nbytes(ins)),
-        "barrier": wrap("barrier", None, None),
-    }
-    if not move_data:
-        fakes |= {
-            "get_rank": lambda group=None: 0,
-            "get_world_size": lambda group=None: world,
-            "is_initialized": lambda: True,
-        }
-    return fakes
-
-
-@contextlib.contextmanager
-def _patched(fakes: dict[str, Any]) -> Iterator[None]:
-    saved = {name: getattr(dist, name) for name in fakes}
-    try:
-        for name, fn in fakes.items():
-            setattr(dist, name, fn)
-        yield
-    finally:
-        for name, fn in saved.items():
-            setattr(dist, name, fn)
 
 
 def _workload(problem: Problem, rec: _Recorder, hbm_bytes: int, params: dict[str, Any], dtype: str) -> Workload:
@@ -195,25 +124,34 @@ def _workload(problem: Problem, rec: _Recorder, hbm_bytes: int, params: dict[str
     return Workload(problem.name, compute, comm, hbm_bytes=float(hbm_bytes), params=numeric, dtype=dtype)
 
 
+def _dtype(inputs: tuple) -> str:
+    return next((DTYPE_NAMES.get(t.dtype, "fp32") for t in inputs if isinstance(t, torch.Tensor)), "bf16")
+
+
 def trace_on_meta(problem: Problem, world_size: int, params: dict[str, Any], *, seed: int = 0) -> Workload:
-    """Rank 0's view on meta tensors; raises if the reference needs values (then use trace_on_gloo)."""
-    rec = _Recorder(world_size)
-    with torch.device("meta"):
+    """Rank 0's view on meta tensors over torch's fake process group; raises if the reference needs values."""
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    if dist.is_initialized():
+        raise RuntimeError("a process group is already initialised in this process; trace over gloo instead")
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world_size)
+    try:
         inputs = problem.inputs(0, world_size, seed=seed, device=torch.device("meta"), params=params)
-    with _patched(_fake_distributed(rec, move_data=False)), _FlopCounter(rec):
-        out = problem.reference(*inputs)
-    dtype = next((DTYPE_NAMES.get(t.dtype, "fp32") for t in inputs if isinstance(t, torch.Tensor)), "bf16")
-    return _workload(problem, rec, _nbytes(inputs) + _nbytes(out), params, dtype)
+        rec = _Recorder(world_size)
+        with rec:
+            out = problem.reference(*inputs)
+    finally:
+        dist.destroy_process_group()
+    return _workload(problem, rec, _nbytes(inputs) + _nbytes(out), params, _dtype(inputs))
 
 
 def trace_rank(problem: Problem, rank: int, world_size: int, params: dict[str, Any], seed: int = 0) -> Workload:
     """This rank's trace with real data over an initialised process group (gloo on CPU)."""
-    rec = _Recorder(world_size)
     inputs = problem.inputs(rank, world_size, seed=seed, device=torch.device("cpu"), params=params)
-    with _patched(_fake_distributed(rec, move_data=True)), _FlopCounter(rec):
+    rec = _Recorder(world_size)
+    with rec:
         out = problem.reference(*inputs)
-    dtype = next((DTYPE_NAMES.get(t.dtype, "fp32") for t in inputs if isinstance(t, torch.Tensor)), "bf16")
-    return _workload(problem, rec, _nbytes(inputs) + _nbytes(out), params, dtype)
+    return _workload(problem, rec, _nbytes(inputs) + _nbytes(out), params, _dtype(inputs))
 
 
 def trace(problem: Problem, world_size: int, params: dict[str, Any]) -> Workload:

@@ -49,3 +49,31 @@ def run_on_ranks(fn: Callable, world: int, *args: object, timeout_s: float = 120
         if any(code != 0 for code in codes):
             raise RuntimeError(f"ranks exited with {codes}; their errors are printed above")
         return [pickle.loads(Path(folder, f"{r}.pickle").read_bytes()) for r in range(world)]
+
+
+def problem_module(name: str):
+    """A suite problem's module by file name ("all_reduce")."""
+    import importlib
+
+    return importlib.import_module(f"pkroof.kernels.problems.{name}")
+
+
+def small_inputs(name: str, rank: int, world: int, seed: int) -> tuple:
+    """Rank `rank`'s inputs at the problem's "small" shape (deterministic in seed and rank)."""
+    problem = problem_module(name)
+    made = problem.inputs(rank, world, seed=seed, device="cpu", **problem.SHAPES["small"])
+    return made if isinstance(made, tuple) else (made,)
+
+
+def run_references(rank: int, world: int, names: tuple, seed: int) -> dict:
+    """On each gloo rank: every problem's reference at "small", and whether it left its inputs alone."""
+    import torch
+
+    results = {}
+    for name in names:
+        args = small_inputs(name, rank, world, seed)
+        before = [a.clone() for a in args]
+        out = problem_module(name).reference(*args)
+        mutated = any(not torch.equal(a, b) for a, b in zip(args, before, strict=True))
+        results[name] = (out if isinstance(out, tuple) else (out,), mutated)
+    return results

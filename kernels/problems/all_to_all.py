@@ -1,0 +1,36 @@
+"""All-to-all with equal splits, as in expert-parallel token dispatch. From NVIDIA/Megatron-LM megatron/core/tensor_parallel/mappings.py::all_to_all."""
+
+import torch
+import torch.distributed as dist
+
+from pkroof.rooflines import Workload
+from pkroof.rooflines.workloads import build
+
+CATEGORY = "collective"
+SOURCE = "NVIDIA/Megatron-LM: megatron/core/tensor_parallel/mappings.py::all_to_all"
+SHAPES = {  # size_bytes: one rank's send buffer (nccl-tests' convention); size_bytes / world_size goes to each peer
+    "small": dict(size_bytes=2**20),
+    # balanced MoE dispatch, 4096 tokens per rank × top-k × hidden × bf16 (Mixtral: top-2, 4096; DeepSeek-V3: top-8, 7168)
+    "mixtral-8x7b-ep8-dispatch": dict(size_bytes=4096 * 2 * 4096 * 2),
+    "deepseek-v3-ep8-dispatch": dict(size_bytes=4096 * 8 * 7168 * 2),
+}
+
+
+def inputs(rank, world_size, *, seed, device, size_bytes):
+    """This rank's send buffer: (size_bytes / 2,) bf16, chunk j goes to rank j."""
+    if size_bytes % (2 * world_size):
+        raise ValueError(
+            f"all-to-all: size_bytes={size_bytes} does not split into whole bf16 chunks over {world_size} ranks"
+        )
+    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
+    return (torch.randn(size_bytes // 2, generator=g, dtype=torch.bfloat16).to(device),)
+
+
+def reference(x):
+    out = torch.empty_like(x)
+    dist.all_to_all_single(out, x)  # chunk i of the output came from rank i
+    return out
+
+
+def workload(world_size, *, size_bytes) -> Workload:
+    return build("all-to-all", world_size, "bf16", size=size_bytes)

@@ -1,0 +1,33 @@
+"""Broadcast of a bucket of module states from rank 0, as DDP does at construction. From pytorch/pytorch torch/distributed/utils.py::_sync_params_and_buffers."""
+
+import torch
+import torch.distributed as dist
+
+from pkroof.rooflines import Workload
+from pkroof.rooflines.workloads import build
+
+CATEGORY = "collective"
+# _sync_params_and_buffers broadcasts the states in buckets through dist._broadcast_coalesced: one broadcast per bucket
+SOURCE = "pytorch/pytorch: torch/distributed/utils.py::_sync_params_and_buffers"
+SHAPES = {  # size_bytes: the broadcast buffer (nccl-tests' convention)
+    "small": dict(size_bytes=2**20),
+    "ddp-broadcast-bucket-250mb": dict(size_bytes=250 * 2**20),  # DDP's broadcast_bucket_size = 250 MiB
+}
+
+
+def inputs(rank, world_size, *, seed, device, size_bytes):
+    """A (size_bytes / 2,) bf16 buffer on every rank; rank 0's is the one broadcast."""
+    if size_bytes % 2:
+        raise ValueError(f"broadcast: size_bytes={size_bytes} is not a whole number of bf16 elements (2 B each)")
+    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
+    return (torch.randn(size_bytes // 2, generator=g, dtype=torch.bfloat16).to(device),)
+
+
+def reference(x):
+    out = x.clone()
+    dist.broadcast(out, src=0)
+    return out
+
+
+def workload(world_size, *, size_bytes) -> Workload:
+    return build("broadcast", world_size, "bf16", size=size_bytes)

@@ -1,0 +1,25 @@
+"""DDP gradient bucket all-reduce, averaged over ranks. From pytorch/pytorch torch/distributed/algorithms/ddp_comm_hooks/default_hooks.py::allreduce_hook."""
+
+import torch
+import torch.distributed as dist
+
+CATEGORY = "data-parallel"
+SOURCE = "pytorch/pytorch: torch/distributed/algorithms/ddp_comm_hooks/default_hooks.py::allreduce_hook"
+SHAPES = {  # size_bytes: one gradient bucket
+    "small": dict(size_bytes=2**20),  # also DDP's first bucket (dist._DEFAULT_FIRST_BUCKET_BYTES = 1 MiB)
+    "ddp-bucket-25mb": dict(size_bytes=25 * 2**20),  # DDP's default bucket_cap_mb = 25
+}
+
+
+def inputs(rank, world_size, *, seed, device, size_bytes):
+    """This rank's flattened gradient bucket: (size_bytes / 2,) bf16."""
+    if size_bytes % 2:
+        raise ValueError(f"ddp-bucket-all-reduce: size_bytes={size_bytes} is not a whole number of bf16 elements")
+    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
+    return (torch.randn(size_bytes // 2, generator=g, dtype=torch.bfloat16).to(device),)
+
+
+def reference(bucket):
+    out = bucket / dist.get_world_size()  # the hook divides before it sums (tensor.div_ in _allreduce_fut)
+    dist.all_reduce(out)
+    return out

@@ -1,0 +1,53 @@
+"""Row-parallel GEMM + all-reduce (no sequence parallelism). From NVIDIA/Megatron-LM megatron/core/tensor_parallel/layers.py::RowParallelLinear."""
+
+import torch
+import torch.distributed as dist
+
+from pkroof.rooflines.workloads import build
+
+CATEGORY = "tp-gemm"
+SOURCE = (
+    "NVIDIA/Megatron-LM: megatron/core/tensor_parallel/layers.py::RowParallelLinear "
+    "(sequence_parallel=False: reduce_from_tensor_model_parallel_region)"
+)
+# tokens: output rows (m); in_features: full K, split over ranks; out_features: N
+SHAPES = {
+    "small": dict(tokens=64, in_features=256, out_features=128),
+    "llama3-70b-tp8": dict(tokens=8192, in_features=28672, out_features=8192),  # MLP down projection
+    "llama3-70b-tp8-o-proj": dict(tokens=8192, in_features=8192, out_features=8192),  # attention output
+    "llama3-8b-tp2": dict(tokens=8192, in_features=14336, out_features=4096),
+}
+
+
+def _per_rank(value, world_size, what):
+    if value % world_size:
+        raise ValueError(f"{what}={value} is not divisible by the world size {world_size}")
+    return value // world_size
+
+
+def inputs(rank, world_size, *, seed, device, tokens, in_features, out_features):
+    """A [tokens, in_features/P] (this rank's slice of K), B [in_features/P, out_features]; bf16."""
+    k_local = _per_rank(in_features, world_size, "in_features")
+    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
+    a = torch.randn(tokens, k_local, generator=g)
+    b = torch.randn(k_local, out_features, generator=g) * in_features**-0.5  # the sum over all ranks is O(1)
+    return a.to(device=device, dtype=torch.bfloat16), b.to(device=device, dtype=torch.bfloat16)
+
+
+def reference(a, b):
+    """C [tokens, out_features] = sum over ranks of A·B, on every rank."""
+    out = a @ b
+    dist.all_reduce(out)
+    return out
+
+
+def workload(world_size, *, tokens, in_features, out_features):
+    """The built-in gemm-all-reduce: m×n the full output, k each rank's slice of the inner dimension."""
+    return build(
+        "gemm-all-reduce",
+        world_size,
+        "bf16",
+        m=tokens,
+        n=out_features,
+        k=_per_rank(in_features, world_size, "in_features"),
+    )

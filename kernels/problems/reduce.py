@@ -1,0 +1,34 @@
+"""Reduce of a gradient slice to the rank that owns its partition. From deepspeedai/DeepSpeed deepspeed/runtime/zero/stage_1_and_2.py::DeepSpeedZeroOptimizer.average_tensor."""
+
+import torch
+import torch.distributed as dist
+
+from pkroof.rooflines import Workload
+from pkroof.rooflines.workloads import build
+
+CATEGORY = "collective"
+SOURCE = "deepspeedai/DeepSpeed: deepspeed/runtime/zero/stage_1_and_2.py::DeepSpeedZeroOptimizer.average_tensor"
+SHAPES = {  # size_bytes: the reduced buffer (nccl-tests' convention)
+    "small": dict(size_bytes=2**20),
+    # one partition's slice of DeepSpeed's default reduce_bucket_size (5e8 elements) at data-parallel size 8, bf16
+    "deepspeed-bucket-slice-dp8": dict(size_bytes=500_000_000 // 8 * 2),
+}
+
+
+def inputs(rank, world_size, *, seed, device, size_bytes):
+    """This rank's gradient slice: (size_bytes / 2,) bf16."""
+    if size_bytes % 2:
+        raise ValueError(f"reduce: size_bytes={size_bytes} is not a whole number of bf16 elements (2 B each)")
+    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
+    return (torch.randn(size_bytes // 2, generator=g, dtype=torch.bfloat16).to(device),)
+
+
+def reference(x):
+    """Rank 0 returns the sum; the other ranks return an empty tensor."""
+    out = x.clone()
+    dist.reduce(out, dst=0)
+    return out if dist.get_rank() == 0 else x.new_empty(0)
+
+
+def workload(world_size, *, size_bytes) -> Workload:
+    return build("reduce", world_size, "bf16", size=size_bytes)
