@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pkroof.rooflines import Bound, bound
-from pkroof.rooflines.units import fmt_s
+from pkroof.rooflines.units import fmt_bytes, fmt_s
 from pkroof.topology import resolve
 
 from . import records
@@ -15,8 +15,8 @@ from .problems import Problem, load
 from .run import Job, finish, resolve_impl, run_job
 
 HEADER = (
-    f"{'problem':26} {'shape':16} {'impl':26} {'status':9} {'time':>10} {'link GB/s':>9} {'t_roof':>10} "
-    f"{'roof':>5} {'vs ref':>6}"
+    f"{'problem':26} {'shape':16} {'impl':26} {'size':>10} {'status':9} {'time':>10} {'link GB/s':>9} "
+    f"{'t_roof':>10} {'roof':>5} {'vs ref':>6}"
 )
 
 
@@ -32,8 +32,8 @@ def workload_of(problem: Problem, world_size: int, params: dict[str, Any]):
     """The problem's hand-written workload if it has one, else the one traced from its reference."""
     import torch
 
-    with torch.device("meta"):  # shape errors (not divisible by the world size) surface here, before any rank starts
-        problem.inputs(0, world_size, seed=0, device=torch.device("meta"), params=params)
+    # shape errors (not divisible by the world size) surface here as ValueError, before any rank starts
+    problem.inputs(0, world_size, seed=0, device=torch.device("meta"), params=params)
     if problem.has_workload:
         return problem.module.workload(world_size, **params)
     from .trace import trace
@@ -48,8 +48,10 @@ def _row(r: dict[str, Any]) -> str:
     speed = r.get("speedup_vs_reference")
     problem = Path(r["problem"]).stem.replace("_", "-") if r["problem"].endswith(".py") else r["problem"]
     impl = r["impl"].rpartition("/")[2]
+    size = r.get("comm_bytes")
     return (
-        f"{problem[:26]:26} {r['shape'][:16]:16} {impl[-26:]:26} {r['status']:9} "
+        f"{problem[:26]:26} {r['shape'][:16]:16} {impl[-26:]:26} {fmt_bytes(size) if size else '-':>10} "
+        f"{r['status']:9} "
         f"{fmt_s(median) if median else '-':>10} {f'{link / 1e9:.1f}' if link else '-':>9} "
         f"{fmt_s(r['t_roof_s']):>10} {f'{roof:.0%}' if roof else '-':>5} {f'{speed:.2f}x' if speed else '-':>6}"
     )
@@ -102,6 +104,7 @@ def profile(
                     reference_s = done[key].get("median_s")
                 continue
             result = run_job(job, timeout_s)
+            result["comm_bytes"] = sum(op.size_bytes for op in b.workload.comm)  # nccl-tests' size convention
             record = finish(
                 result,
                 t_roof_s=b.t_roof_s,
