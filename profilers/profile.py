@@ -80,6 +80,8 @@ def profile(
     for problem in loaded:
         for impl in impls:
             resolve_impl(problem, impl)
+    from pkroof.kernels.ecosystem import BUILTIN_IMPLS
+
     path = out_dir / "results.jsonl"
     existing, unreadable = records.read(path) if resume else ([], [])
     for line in unreadable:
@@ -93,7 +95,11 @@ def profile(
         params = problem.params(shape, overrides)
         b: Bound = bound(workload_of(problem, world, params), topo.system(world))
         reference_s = None
-        for impl in ["reference", *[i for i in impls if i != "reference"]]:
+        peers = [n for n, b in BUILTIN_IMPLS.items() if problem.name in b.problems] if backend == "nccl" else []
+        chosen = [i for i in impls if i != "reference" and not (backend == "gloo" and i in BUILTIN_IMPLS)]
+        if backend == "gloo" and any(i in BUILTIN_IMPLS for i in impls):
+            log("the torch fast paths need GPUs: skipped on CPU ranks")
+        for impl in ["reference", *dict.fromkeys(chosen + peers)]:
             job = Job(name, shape or "small", params, impl, world, backend)
             key = records.key(
                 {"problem": name, "shape": job.shape, "params": params, "impl": impl, "world_size": world}

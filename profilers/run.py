@@ -43,12 +43,23 @@ class Job:
 
 
 def resolve_impl(problem: Problem, spec: str) -> Callable[..., Any]:
-    """'reference', or 'path/to/file.py:function' with the reference's signature; anything else is a ValueError."""
+    """'reference', a built-in fast path that applies (kernels/ecosystem.py), or 'path/to/file.py:function' with
+    the reference's signature; anything else is a ValueError."""
+    from pkroof.kernels.ecosystem import BUILTIN_IMPLS
+
     if spec == "reference":
         return problem.reference
+    if spec in BUILTIN_IMPLS:
+        builtin = BUILTIN_IMPLS[spec]
+        if problem.name not in builtin.problems:
+            raise ValueError(f"{spec} implements {', '.join(sorted(builtin.problems))}, not {problem.name}")
+        return builtin.fn
     path, sep, name = spec.rpartition(":")
     if not sep or not path.endswith(".py"):
-        raise ValueError(f"unknown implementation {spec!r}: give 'reference' or path/to/file.py:function")
+        raise ValueError(
+            f"unknown implementation {spec!r}: give 'reference', one of {', '.join(BUILTIN_IMPLS)}, "
+            "or path/to/file.py:function"
+        )
     if not Path(path).is_file():
         raise ValueError(f"implementation file {path} does not exist")
     module_spec = importlib.util.spec_from_file_location(f"pkroof_impl_{Path(path).stem}", path)

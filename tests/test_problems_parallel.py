@@ -1,7 +1,6 @@
 """Tensor-, sequence-, expert- and vocab-parallel and decode problems: each reference on 2 and 4 gloo ranks against
 an oracle computed here in one process, with plain torch and no torch.distributed, from every rank's inputs."""
 
-
 import pytest
 import torch
 from gloo import problem_module, run_on_ranks, run_references, small_inputs

@@ -128,3 +128,27 @@ def test_bad_problem_files_are_one_line_errors(tmp_path):
             log=lambda m: None,
         )
     assert json.dumps(load(PROBLEM).params()) == json.dumps({"m": 64, "n": 32, "k": 16})
+
+
+def test_torch_fast_paths_are_named_implementations_where_they_apply(tmp_path):
+    from pkroof.profilers.run import resolve_impl
+
+    assert callable(resolve_impl(load("all-reduce"), "torch-symm-mem-two-shot"))
+    assert callable(resolve_impl(load("gemm-reduce-scatter"), "torch-fused-matmul-reduce-scatter"))
+    with pytest.raises(ValueError, match="implements all-gather-gemm, not all-reduce"):
+        resolve_impl(load("all-reduce"), "torch-fused-all-gather-matmul")
+    lines = []
+    written = profile(
+        ["all-reduce"],
+        impls=["torch-symm-mem-one-shot"],
+        world_size=2,
+        shape=None,
+        overrides={},
+        out_dir=tmp_path,
+        timeout_s=60,
+        resume=False,
+        topology="h200x2",
+        log=lines.append,
+    )
+    assert [r["impl"] for r in written] == ["reference"]  # on CPU ranks the GPU fast paths are skipped, and said so
+    assert any("need GPUs" in line for line in lines)
