@@ -21,7 +21,7 @@ def parse_params(pairs: list[str]) -> dict[str, int]:
     return out
 
 
-def _problem_workload(problem: str, world_size: int, shape: dict[str, int]):
+def _problem_workload(problem: str, world_size: int, shape: dict[str, int], named: str | None):
     """A suite problem or a problem file: its hand-written workload, else the one traced from its reference."""
     try:
         import torch  # noqa: F401
@@ -34,7 +34,7 @@ def _problem_workload(problem: str, world_size: int, shape: dict[str, int]):
     size = shape.pop("size", None)
     if size is not None:
         shape["size_bytes"] = size
-    return workload_of(p, world_size, p.params(None, shape))
+    return workload_of(p, world_size, p.params(named, shape))
 
 
 def analyze(
@@ -46,6 +46,7 @@ def analyze(
     size: str | None = None,
     params: list[str] | None = None,
     dtype: str = "bf16",
+    named_shape: str | None = None,
 ) -> tuple[Bound, Advice]:
     topo = resolve(topology, nodes=nodes)
     shape = parse_params(params or [])
@@ -55,9 +56,9 @@ def analyze(
             raise ValueError(f"--size applies to collectives; {problem} takes --param {', '.join(spec.defaults)}")
         shape["size"] = parse_size(size)
     system = topo.system(world_size)
-    if problem in BUILTINS:
+    if problem in BUILTINS and named_shape is None:  # the analytic workload: no torch needed
         workload = build(problem, system.world_size, dtype, **shape)
     else:
-        workload = _problem_workload(problem, system.world_size, shape)
+        workload = _problem_workload(problem, system.world_size, shape, named_shape)
     b = bound(workload, system)
     return b, advise(b)

@@ -24,7 +24,8 @@ Size = Annotated[str | None, typer.Option(help="collective size, nccl-tests conv
 Params = Annotated[list[str] | None, typer.Option("--param", "-p", help="shape parameter name=value (repeat)")]
 Dtype = Annotated[str, typer.Option(help="fp8, bf16, fp16, tf32 or fp32")]
 AsJson = Annotated[bool, typer.Option("--json", help="one JSON object instead of text")]
-Problem = Annotated[str, typer.Argument(help="built-in problem, e.g. all-reduce or gemm-reduce-scatter")]
+Problem = Annotated[str, typer.Argument(help="built-in or suite problem (pkroof problems), or a problem file")]
+Shape = Annotated[str | None, typer.Option(help="a named shape of a suite problem, e.g. llama3-70b-tp8")]
 
 
 def _fail(message: str) -> None:
@@ -40,10 +41,18 @@ def _run(
     size: str | None,
     params: list[str] | None,
     dtype: str,
+    shape: str | None = None,
 ):
     try:
         return _analyze.analyze(
-            problem, topology=topology, world_size=world_size, nodes=nodes, size=size, params=params, dtype=dtype
+            problem,
+            topology=topology,
+            world_size=world_size,
+            nodes=nodes,
+            size=size,
+            params=params,
+            dtype=dtype,
+            named_shape=shape,
         )
     except ValueError as e:
         _fail(str(e))
@@ -91,7 +100,7 @@ def profile(
     problem: Annotated[list[str], typer.Argument(help="suite problems or problem files")],
     impl: Annotated[list[str] | None, typer.Option(help="implementation: path/to/file.py:function (repeat)")] = None,
     world_size: World = None,
-    shape: Annotated[str | None, typer.Option(help="a named shape of the problem (default: small)")] = None,
+    shape: Shape = None,
     size: Size = None,
     param: Params = None,
     out: Annotated[Path, typer.Option(help="folder for results.jsonl")] = Path("pkroof-results"),
@@ -170,10 +179,11 @@ def bound_cmd(
     size: Size = None,
     param: Params = None,
     dtype: Dtype = "bf16",
+    shape: Shape = None,
     as_json: AsJson = False,
 ) -> None:
     """The communication-aware roofline of a problem, with a prediction per (mechanism, schedule)."""
-    b, advice = _run(problem, topology, world_size, nodes, size, param, dtype)
+    b, advice = _run(problem, topology, world_size, nodes, size, param, dtype, shape)
     if as_json:
         from pkroof.rooflines.export import bound_to_dict
 
@@ -192,10 +202,11 @@ def advise(
     size: Size = None,
     param: Params = None,
     dtype: Dtype = "bf16",
+    shape: Shape = None,
     as_json: AsJson = False,
 ) -> None:
     """Which mechanism and schedule to build before hand-tuning, and why."""
-    b, advice = _run(problem, topology, world_size, nodes, size, param, dtype)
+    b, advice = _run(problem, topology, world_size, nodes, size, param, dtype, shape)
     if as_json:
         from pkroof.rooflines.export import bound_to_dict
 

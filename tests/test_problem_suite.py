@@ -44,3 +44,16 @@ def test_bound_works_on_a_suite_problem_without_a_hand_written_workload():
     result = CliRunner().invoke(app, ["bound", "tp-mlp-sequence-parallel", "--topology", "hgx-h100-8", "--json"])
     assert result.exit_code == 0, result.output
     assert '"limiter"' in result.stdout
+
+
+def test_bound_and_advise_take_a_suite_problems_named_shape():
+    # llama3-70b-tp8 all-gather + column-parallel GEMM: m = 8192 tokens, k = 8192 hidden, n = 2·28672/8 columns
+    result = CliRunner().invoke(app, ["bound", "all-gather-gemm", "--shape", "llama3-70b-tp8", "--json"])
+    assert result.exit_code == 0, result.output
+    import json
+
+    out = json.loads(result.stdout[result.stdout.index("{") :])
+    assert out["params"] == {"m": 8192, "n": 7168, "k": 8192}
+    assert out["flops"] == 2 * 8192 * 7168 * 8192
+    bad = CliRunner().invoke(app, ["advise", "all-gather-gemm", "--shape", "nope"])
+    assert bad.exit_code == 2 and "has no shape 'nope'" in bad.stderr
