@@ -107,7 +107,12 @@ def load(name_or_path: str) -> Problem:
         return _load_file(Path(name_or_path))
     if not is_suite_problem(name_or_path):
         raise ValueError(f"unknown problem {name_or_path!r} (`pkroof problems` lists the suite; or give a .py file)")
-    module = importlib.import_module(f"pkroof.kernels.problems.{name_or_path.replace('-', '_')}")
+    try:
+        module = importlib.import_module(f"pkroof.kernels.problems.{name_or_path.replace('-', '_')}")
+    except ImportError as e:
+        raise ValueError(
+            f"{name_or_path}: cannot import it ({e}); problems are PyTorch code: pip install torch"
+        ) from None
     return _from_module(module, name_or_path, SUITE_DIR / f"{name_or_path.replace('-', '_')}.py")
 
 
