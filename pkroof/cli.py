@@ -132,6 +132,25 @@ def profile(
 
 
 @app.command()
+def report(
+    results: Annotated[list[Path] | None, typer.Argument(help="results.jsonl files written by pkroof profile")] = None,
+    topology: Topo = "h200x2",
+    out: Annotated[Path, typer.Option(help="report folder (replaced whole)")] = Path("pkroof-report"),
+    fmt: Annotated[str, typer.Option("--format", help="html, csv, json or parquet")] = "html",
+) -> None:
+    """An HTML report: an index, a page per problem with its roofline, and the topology's page."""
+    from pkroof.report import report as run_report
+
+    if fmt not in ("html", "csv", "json", "parquet"):
+        _fail(f"--format takes html, csv, json or parquet, got {fmt!r}")
+    try:
+        written = run_report(results or [], topology=topology, out=out, fmt=fmt, log=typer.echo)
+    except ValueError as e:
+        _fail(str(e))
+    typer.echo(f"wrote {len(written)} files to {out}")
+
+
+@app.command()
 def presets() -> None:
     """List the embedded topology presets."""
     typer.echo(_show.presets_table())

@@ -128,6 +128,18 @@ def _dtype(inputs: tuple) -> str:
     return next((DTYPE_NAMES.get(t.dtype, "fp32") for t in inputs if isinstance(t, torch.Tensor)), "bf16")
 
 
+def _meta_inputs(problem: Problem, world_size: int, seed: int, params: dict[str, Any]) -> tuple:
+    """Rank 0's inputs as meta tensors: made on meta directly (instant at any shape) when every op allows it."""
+    meta = torch.device("meta")
+    try:
+        with meta:
+            return problem.inputs(0, world_size, seed=seed, device=meta, params=params)
+    except ValueError:
+        raise
+    except Exception:  # an op without a meta kernel (bincount, …): make them on the CPU, then move
+        return problem.inputs(0, world_size, seed=seed, device=meta, params=params)
+
+
 def trace_on_meta(problem: Problem, world_size: int, params: dict[str, Any], *, seed: int = 0) -> Workload:
     """Rank 0's view on meta tensors over torch's fake process group; raises if the reference needs values."""
     from torch.testing._internal.distributed.fake_pg import FakeStore
@@ -136,7 +148,7 @@ def trace_on_meta(problem: Problem, world_size: int, params: dict[str, Any], *, 
         raise RuntimeError("a process group is already initialised in this process; trace over gloo instead")
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world_size)
     try:
-        inputs = problem.inputs(0, world_size, seed=seed, device=torch.device("meta"), params=params)
+        inputs = _meta_inputs(problem, world_size, seed, params)
         rec = _Recorder(world_size)
         with rec:
             out = problem.reference(*inputs)

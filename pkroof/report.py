@@ -1,0 +1,110 @@
+"""`pkroof report`: result records + a topology → the bounds, advice and sweeps the pages need → reports/.
+
+This module is the glue the renderer may not be: it computes bounds (pkroof.rooflines) and traces problems
+(pkroof.profilers), then hands plain data to reports/build.py, which only draws.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pkroof.rooflines import advise, bound
+from pkroof.rooflines.export import bound_to_dict
+from pkroof.topology import Topology, resolve
+
+SWEEP_SIZES = [4096 * 4**i for i in range(10)]  # collectives: 4 KiB … 1 GiB, nccl-tests' convention
+
+
+def _point(b: Any) -> dict[str, Any]:
+    return {
+        "size_bytes": sum(op.size_bytes for op in b.workload.comm),
+        "t_roof_s": b.t_roof_s,
+        "compute_s": b.t_compute_s,
+        "hbm_s": b.t_hbm_s,
+        "link_s": b.t_link_s,
+        "latency_s": b.t_latency_s,
+        "predictions": {f"{p.mechanism.value}/{p.schedule.value}": p.t_s for p in b.predictions},
+    }
+
+
+def _cheap_workload(problem: Any, world: int, params: dict[str, Any]) -> Any:
+    """The hand-written workload, else a trace on meta tensors; None where only a real run could trace it
+    (a sweep never starts CPU ranks at a real model's shape: they would need its memory)."""
+    from pkroof.profilers.trace import trace_on_meta
+
+    if problem.has_workload:  # raises ValueError itself if the shape does not divide
+        return problem.module.workload(world, **params)
+    try:
+        return trace_on_meta(problem, world, params)
+    except Exception:  # value-dependent code (MoE splits, top-k): not traceable without data
+        return None
+
+
+def _sweep(problem: Any, params: dict[str, Any], world: int, system: Any) -> list[dict[str, Any]]:
+    """Bounds along the problem's size (collectives) or across its named shapes (everything else)."""
+    if "size_bytes" in params:
+        variants = [params | {"size_bytes": s} for s in SWEEP_SIZES]
+    else:
+        variants = [problem.params(name) for name in problem.shapes]
+    points = []
+    for p in variants:
+        try:
+            workload = _cheap_workload(problem, world, p)
+        except ValueError:  # a shape that does not divide by this world size: not on the chart
+            continue
+        if workload is not None:
+            points.append(_point(bound(workload, system)))
+    return sorted(points, key=lambda pt: pt["size_bytes"])
+
+
+def _analysis(name: str, record: dict[str, Any], topo: Topology, log: Callable[[str], None]) -> dict[str, Any]:
+    from pkroof.profilers.problems import load
+    from pkroof.profilers.profile import workload_of
+
+    problem = load(name)
+    world = record["world_size"]
+    system = topo.system(world)
+    b = bound(workload_of(problem, world, record["params"]), system)
+    summary = bound_to_dict(b, advise(b))
+    return {
+        "bound": {"summary": summary, "sweep": _sweep(problem, record["params"], world, system)},
+        "advice": summary["recommendation"],
+        "category": problem.category,
+        "meta": {"doc": problem.summary, "source": problem.source},
+    }
+
+
+def report(
+    results: list[Path], *, topology: str, out: Path, fmt: str = "html", log: Callable[[str], None] = print
+) -> list[Path]:
+    """Render every problem found in the result files against `topology`; unreadable lines are reported, skipped."""
+    from pkroof.profilers import records as rec
+    from pkroof.reports import build, frames
+
+    topo = resolve(topology)
+    found: list[dict[str, Any]] = []
+    for path in results:
+        if not Path(path).is_file():
+            raise ValueError(f"{path}: no such results file")
+        lines, unreadable = rec.read(Path(path))
+        found += lines
+        for line in unreadable:
+            log(line)
+    if fmt != "html":
+        target = out / f"results.{fmt}"
+        out.mkdir(parents=True, exist_ok=True)
+        return [build.export(frames.records_frame(found), target, fmt)]
+    bounds, advice, categories, meta = {}, {}, {}, {}
+    for name in dict.fromkeys(r["problem"] for r in found):
+        first = next(r for r in found if r["problem"] == name)
+        try:
+            a = _analysis(name, first, topo, log)
+        except ValueError as e:  # an unknown problem or a world size the topology lacks: a page without a bound
+            log(f"{name}: no bound on {topo.name} ({e})")
+            continue
+        bounds[name], advice[name], categories[name], meta[name] = a["bound"], a["advice"], a["category"], a["meta"]
+    return build.write_report(
+        out, topology=topo, records=found, bounds=bounds, advice=advice, categories=categories, problems_meta=meta
+    )

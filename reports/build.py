@@ -1,0 +1,145 @@
+"""Write a whole report folder atomically, and export result records as CSV, JSON or Parquet.
+
+`write_report` takes plain data; the CLI glue produces it from the topology, the records and pkroof.rooflines:
+
+    records       list of result records (profilers/records.py; one dict per JSON line)
+    bounds        {problem name: {
+                     "summary": the dict of `pkroof bound --json` (rooflines/export.py `bound_to_dict`, schema
+                                pkroof.bound/1) for the problem's shape; the page reads t_roof_s, limiter,
+                                terms {compute_s, hbm_s, link_s, latency_s}, link_bytes_per_rank,
+                                link_bandwidth_Bps, link_tier, world_size, dtype, topology,
+                     "sweep": [{"size_bytes": total comm bytes (the records' comm_bytes convention),
+                                "t_roof_s": .., "compute_s": .., "hbm_s": .., "link_s": .., "latency_s": ..,
+                                "predictions": {"<mechanism>/<schedule>": t_s, ...}}, ...]  (size ascending)
+                  }}
+    advice        {problem name: the "recommendation" dict of the same bound JSON:
+                     {"mechanism", "schedule", "t_s", "headroom", "reason"; optional "comm_sms", "baseline_t_s"}}
+    categories    {problem name: category}
+    problems_meta {problem name: {"doc": one-line docstring, "source": file, "command": the command that ran it}}
+
+Every key is optional: a page shows "—" for what it was not given. A problem gets a page when it has records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import re
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+import plotly.offline
+
+from . import frames, html
+
+if TYPE_CHECKING:
+    from pkroof.topology import Topology
+
+MARKER = ".pkroof-report"  # names a folder write_report made, so it may replace it whole
+EXPORTS = ("csv", "json", "parquet")
+
+
+def slug(name: str) -> str:
+    """A safe file-name part: [a-z0-9._-] only, no leading dot; a short hash keeps rewritten names distinct."""
+    clean = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-.")[:80]
+    if clean and clean == name:
+        return clean
+    digest = hashlib.sha1(name.encode()).hexdigest()[:8]
+    return f"{clean}-{digest}" if clean else digest
+
+
+def _pages(
+    out: Path,
+    *,
+    topology: Topology,
+    records: list[dict[str, Any]],
+    bounds: Mapping[str, Any],
+    advice: Mapping[str, Any],
+    categories: Mapping[str, str],
+    problems_meta: Mapping[str, Any],
+) -> list[Path]:
+    table = frames.records_frame(records)
+    index = frames.index_frame(table, categories=categories, advice=advice)
+    pages = {name: f"problem-{slug(name)}.html" for name in dict.fromkeys(index["problem"])}
+    written = {"plotly.min.js": plotly.offline.get_plotlyjs()}
+    written["index.html"] = html.index_page(index, pages=pages, topology=topology.name)
+    for name, page in pages.items():
+        written[page] = html.problem_page(
+            name,
+            records=table[table["problem"] == name],
+            bound=bounds.get(name),
+            advice=advice.get(name),
+            meta=problems_meta.get(name),
+        )
+    written["topology.html"] = html.topology_page(topology)
+    for file_name, text in written.items():
+        (out / file_name).write_text(text, encoding="utf-8")
+    return [Path(n) for n in written]
+
+
+def write_report(
+    out_dir: Path,
+    *,
+    topology: Topology,
+    records: list[dict[str, Any]],
+    bounds: Mapping[str, Any],
+    advice: Mapping[str, Any],
+    categories: Mapping[str, str],
+    problems_meta: Mapping[str, Any],
+) -> list[Path]:
+    """Build the report in a temporary sibling folder, then swap it in: a reader sees the old one or the new one.
+
+    An existing `out_dir` is replaced whole, but only if it is empty or a report this function wrote.
+    """
+    out_dir = Path(out_dir)
+    if out_dir.exists() and any(out_dir.iterdir()) and not (out_dir / MARKER).exists():
+        raise ValueError(f"{out_dir}: exists and is not a pkroof report; not replacing it (choose another folder)")
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    new = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
+    try:
+        names = _pages(
+            new,
+            topology=topology,
+            records=records,
+            bounds=bounds,
+            advice=advice,
+            categories=categories,
+            problems_meta=problems_meta,
+        )
+        (new / MARKER).write_text("pkroof report\n")
+        new.chmod(0o755)  # mkdtemp makes it 0700
+    except BaseException:
+        shutil.rmtree(new, ignore_errors=True)
+        raise
+    old = out_dir.parent / f".{out_dir.name}.old-{new.name.rpartition('-')[2]}"
+    if out_dir.exists():
+        out_dir.rename(old)
+    try:
+        new.rename(out_dir)
+    except BaseException:
+        if old.exists():
+            old.rename(out_dir)
+        shutil.rmtree(new, ignore_errors=True)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+    return [out_dir / name for name in names]
+
+
+def export(records: pd.DataFrame, path: Path, fmt: str) -> Path:
+    """Write a records_frame as csv, json (a list of row objects) or parquet (needs pyarrow)."""
+    if fmt not in EXPORTS:
+        raise ValueError(f"export format must be one of {', '.join(EXPORTS)}, got {fmt!r}")
+    path = Path(path)
+    if fmt == "csv":
+        records.to_csv(path, index=False)
+    elif fmt == "json":
+        records.to_json(path, orient="records", indent=1)
+    else:
+        if importlib.util.find_spec("pyarrow") is None:
+            raise ValueError("parquet export needs pyarrow: pip install pyarrow (or export csv or json)")
+        records.to_parquet(path, index=False)
+    return path

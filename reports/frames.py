@@ -1,0 +1,231 @@
+"""Plain data → pandas DataFrames: result records, the per-problem index, probe curves, fitted models, roofline sweeps.
+
+Nothing here measures or bounds anything: the records, the topology and the sweep points arrive computed.
+A field that is missing or not a number (a corrupted record) becomes NaN (numbers) or "" (text), never an error.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+if TYPE_CHECKING:
+    from pkroof.topology import Topology
+
+TEXT = ("problem", "shape", "impl", "status", "message", "date")
+NUMBERS = (
+    "median_s",
+    "p10_s",
+    "p90_s",
+    "t_roof_s",
+    "fraction_of_roofline",
+    "speedup_vs_reference",
+    "achieved_link_Bps",
+    "comm_bytes",
+)
+ENVIRONMENT = ("gpu", "driver", "cuda", "nccl", "torch", "host", "backend", "topology")
+RECORD_COLUMNS = ("problem", "shape", "impl", "world_size", "status", *NUMBERS, "message", *ENVIRONMENT, "date")
+TERMS = {"t_roof_s": "roof", "compute_s": "compute", "hbm_s": "HBM", "link_s": "link", "latency_s": "latency"}
+
+
+def _number(value: Any) -> float:
+    """A finite int or float as float; anything else (None, a string, a bool, inf) is NaN."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return math.nan
+    return float(value)
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _record_row(record: Mapping[str, Any]) -> dict[str, Any]:
+    env = record.get("environment")
+    env = env if isinstance(env, Mapping) else {}
+    row: dict[str, Any] = {name: _text(record.get(name)) for name in TEXT}
+    row |= {name: _number(record.get(name)) for name in NUMBERS}
+    world = _number(record.get("world_size"))
+    row["world_size"] = pd.NA if math.isnan(world) else int(world)
+    for name in ("median_s", "p10_s", "p90_s", "t_roof_s"):  # a time that is not positive was never measured
+        if not row[name] > 0:
+            row[name] = math.nan
+    row |= {name: _text(env.get(name)) for name in ENVIRONMENT}
+    return row
+
+
+def records_frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per result record (profilers/records.py), the environment flattened into columns."""
+    frame = pd.DataFrame([_record_row(r) for r in records], columns=list(RECORD_COLUMNS))
+    frame["world_size"] = frame["world_size"].astype("Int64")
+    return frame
+
+
+def _advice_fields(advice: Mapping[str, Any] | None) -> dict[str, Any]:
+    advice = advice or {}
+    return {
+        "mechanism": _text(advice.get("mechanism")),
+        "schedule": _text(advice.get("schedule")),
+        "predicted_s": _number(advice.get("t_s")),
+        "predicted_headroom": _number(advice.get("headroom")),
+        "reason": _text(advice.get("reason")),
+    }
+
+
+INDEX_COLUMNS = (
+    "problem",
+    "shape",
+    "world_size",
+    "category",
+    "t_roof_s",
+    "reference_median_s",
+    "reference_fraction",
+    "best_impl",
+    "best_median_s",
+    "best_fraction",
+    "headroom",
+    "num_impls",
+    "num_failed",
+    "mechanism",
+    "schedule",
+    "predicted_s",
+    "predicted_headroom",
+    "reason",
+)
+
+
+def index_frame(
+    records: pd.DataFrame,
+    *,
+    categories: Mapping[str, str] | None = None,
+    advice: Mapping[str, Mapping[str, Any]] | None = None,
+) -> pd.DataFrame:
+    """One row per (problem, shape, world size): the reference against the fastest correct implementation.
+
+    headroom = reference median / best median (measured). `advice` maps a problem name to its recommendation
+    (the `recommendation` dict of `pkroof bound --json`: mechanism, schedule, t_s, headroom, reason).
+    """
+    categories, advice = categories or {}, advice or {}
+    rows = []
+    for (problem, shape, world), group in records.groupby(["problem", "shape", "world_size"], sort=True, dropna=False):
+        timed = group[(group["status"] == "correct") & group["median_s"].notna()]
+        reference = timed[timed["impl"] == "reference"]
+        ref = reference.iloc[0] if len(reference) else None
+        best = timed.loc[timed["median_s"].idxmin()] if len(timed) else None
+        rows.append(
+            {
+                "problem": problem,
+                "shape": shape,
+                "world_size": world,
+                "category": categories.get(problem, ""),
+                "t_roof_s": group["t_roof_s"].max(),
+                "reference_median_s": ref["median_s"] if ref is not None else math.nan,
+                "reference_fraction": ref["fraction_of_roofline"] if ref is not None else math.nan,
+                "best_impl": best["impl"] if best is not None else "",
+                "best_median_s": best["median_s"] if best is not None else math.nan,
+                "best_fraction": best["fraction_of_roofline"] if best is not None else math.nan,
+                "headroom": ref["median_s"] / best["median_s"] if ref is not None else math.nan,
+                "num_impls": len(group),
+                "num_failed": int((group["status"] != "correct").sum()),
+                **_advice_fields(advice.get(problem)),
+            }
+        )
+    frame = pd.DataFrame(rows, columns=list(INDEX_COLUMNS))
+    frame["world_size"] = frame["world_size"].astype("Int64")
+    return frame
+
+
+CURVE_COLUMNS = (
+    "curve",
+    "mechanism",
+    "direction",
+    "sweep",
+    "num_ctas",
+    "size_bytes",
+    "x",
+    "median_s",
+    "p10_s",
+    "p90_s",
+    "bandwidth_Bps",
+    "bandwidth_lo_Bps",
+    "bandwidth_hi_Bps",
+)
+
+
+def curves_frame(topology: Topology) -> pd.DataFrame:
+    """Every probe curve point; bandwidth = bytes / median (lo: bytes / p90, hi: bytes / p10). Empty without a probe."""
+    rows = []
+    for c in topology.probe.curves if topology.probe else ():
+        for x, median, p10, p90 in zip(c.x, c.median_s, c.p10_s, c.p90_s, strict=True):
+            size = x if c.sweep == "size" else c.size_bytes  # a CTA sweep moves size_bytes at every point
+            rows.append(
+                {
+                    "curve": c.name,
+                    "mechanism": c.mechanism,
+                    "direction": c.direction,
+                    "sweep": c.sweep,
+                    "num_ctas": c.num_ctas,
+                    "size_bytes": size,
+                    "x": x,
+                    "median_s": median,
+                    "p10_s": p10,
+                    "p90_s": p90,
+                    "bandwidth_Bps": size / median,
+                    "bandwidth_lo_Bps": size / p90,
+                    "bandwidth_hi_Bps": size / p10,
+                }
+            )
+    return pd.DataFrame(rows, columns=list(CURVE_COLUMNS))
+
+
+MODEL_COLUMNS = ("mechanism", "basis", "sweep", "x", "bandwidth_Bps")
+
+
+def _models(topology: Topology) -> list[tuple[str, str, float, float, float | None]]:
+    """(mechanism, basis, α, β_peak, β_cta) from the probe's fits; without a probe, from the mechanism specs."""
+    if topology.probe is not None:
+        return [
+            (f.mechanism, "fit", f.latency_s, f.peak_bandwidth_Bps, f.per_cta_bandwidth_Bps)
+            for f in topology.probe.fits
+        ]
+    return [
+        (name, "spec", m.latency_s, m.peak_bandwidth_Bps, m.per_cta_bandwidth_Bps)
+        for name, m in topology.mechanisms.items()
+        if m.available
+    ]
+
+
+def model_frame(topology: Topology, sizes: Iterable[float], ctas: Iterable[int]) -> pd.DataFrame:
+    """The topology's own fitted model at the given x: size sweeps S / (α + S/β); CTA sweeps min(k·β_cta, β_peak).
+
+    basis is "fit" (the probe's fits) or "spec" (a topology without a probe: its mechanism specs).
+    """
+    sizes, ctas = list(sizes), list(ctas)
+    rows = []
+    for mechanism, basis, alpha, peak, per_cta in _models(topology):
+        rows += [(mechanism, basis, "size", s, s / (alpha + s / peak)) for s in sizes]
+        if per_cta is not None:
+            rows += [(mechanism, basis, "ctas", k, min(k * per_cta, peak)) for k in ctas]
+    return pd.DataFrame(rows, columns=list(MODEL_COLUMNS))
+
+
+ROOFLINE_COLUMNS = ("x", "x_kind", "series", "kind", "t_s")
+
+
+def roofline_frame(points: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Long form of precomputed sweep points: one row per (x, series).
+
+    kind is "roof" (t_roof_s), "term" (compute, HBM, link, latency) or "prediction" (series "mechanism/schedule").
+    x_kind is "size_bytes" when the points give sizes, else "x".
+    """
+    rows = []
+    for p in points:
+        x_kind = "size_bytes" if "size_bytes" in p else "x"
+        x = _number(p[x_kind])
+        for key, series in TERMS.items():
+            if key in p:
+                rows.append((x, x_kind, series, "roof" if key == "t_roof_s" else "term", _number(p[key])))
+        rows += [(x, x_kind, name, "prediction", _number(t)) for name, t in (p.get("predictions") or {}).items()]
+    return pd.DataFrame(rows, columns=list(ROOFLINE_COLUMNS))

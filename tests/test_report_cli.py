@@ -1,0 +1,68 @@
+"""`pkroof report` end to end on recorded results: pages for every problem, hostile names escaped, bad lines skipped."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("plotly")
+
+from typer.testing import CliRunner
+
+from pkroof.cli import app
+
+PROBLEM = str(Path(__file__).parent / "data" / "problems" / "user_gemm_all_reduce.py")
+
+
+def _record(impl, status, median=None, host="node-1"):
+    r = {
+        "schema": "pkroof.record/1",
+        "problem": PROBLEM,
+        "shape": "small",
+        "params": {"m": 64, "n": 32, "k": 16},
+        "impl": impl,
+        "world_size": 2,
+        "status": status,
+        "t_roof_s": 1.4e-6,
+        "comm_bytes": 64 * 32 * 4,
+        "environment": {"host": host, "backend": "nccl", "gpu": "NVIDIA H200", "torch": "2.11"},
+    }
+    if median:
+        r |= {"median_s": median, "p10_s": median * 0.9, "p90_s": median * 1.1, "fraction_of_roofline": 1.4e-6 / median}
+    return r
+
+
+def test_report_from_results_with_a_corrupted_line_and_hostile_strings(tmp_path):
+    results = tmp_path / "results.jsonl"
+    hostile = "<script>alert(1)</script>"
+    lines = [
+        _record("reference", "correct", 10e-6),
+        _record(hostile, "correct", 5e-6, host=hostile),
+        _record("x.py:wrong", "incorrect"),
+    ]
+    results.write_text("\n".join(json.dumps(r) for r in lines) + "\n{not json\n")
+    out = tmp_path / "report"
+    result = CliRunner().invoke(app, ["report", str(results), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "skipped, not a record" in result.stdout  # the corrupted line is reported, the rest rendered
+    pages = {p.name for p in out.iterdir()}
+    assert {"index.html", "topology.html", "plotly.min.js"} <= pages
+    problem_pages = [p for p in pages if p.startswith("problem-")]
+    assert len(problem_pages) == 1
+    text = (out / problem_pages[0]).read_text()
+    assert hostile not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    index = (out / "index.html").read_text()
+    assert problem_pages[0] in index
+
+
+def test_report_exports_and_refuses_bad_input(tmp_path):
+    results = tmp_path / "results.jsonl"
+    results.write_text(json.dumps(_record("reference", "correct", 1e-5)) + "\n")
+    ok = CliRunner().invoke(app, ["report", str(results), "--out", str(tmp_path / "csv"), "--format", "csv"])
+    assert ok.exit_code == 0, ok.output
+    assert (tmp_path / "csv" / "results.csv").read_text().startswith("problem")
+    missing = CliRunner().invoke(app, ["report", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "r")])
+    assert missing.exit_code == 2 and "no such results file" in missing.stderr
+    bad_format = CliRunner().invoke(app, ["report", str(results), "--format", "pdf"])
+    assert bad_format.exit_code == 2 and "--format takes" in bad_format.stderr

@@ -1,0 +1,346 @@
+"""reports/: frames from fixed records, figures by their data, escaped HTML pages, atomic report folders."""
+
+import json
+import math
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pkroof.reports import build, figures, frames, html
+from pkroof.topology import preset
+
+HOSTILE = "<script>alert(1)</script>"
+T_ROOF = 40e-6
+ENV = {"gpu": "NVIDIA H200", "torch": "2.11.0", "nccl": "2.28.9", "host": "node0", "backend": "nccl"}
+
+
+def _record(problem: str, impl: str, status: str, median: float | None = None, **fields) -> dict:
+    """A record as profilers/run.py finish() writes it (p10/p90 at 0.9x/1.2x of the median)."""
+    record = {
+        "schema": "pkroof.record/1",
+        "problem": problem,
+        "shape": "small",
+        "params": {},
+        "impl": impl,
+        "world_size": 2,
+        "status": status,
+        "t_roof_s": T_ROOF,
+        "comm_bytes": 64 << 20,
+        "date": "2026-12-01T10:00:00+00:00",
+        "environment": ENV | {"topology": "h200x2"},
+    }
+    if median is not None:
+        record |= {"median_s": median, "p10_s": 0.9 * median, "p90_s": 1.2 * median, "min_s": 0.85 * median}
+        record["fraction_of_roofline"] = T_ROOF / median
+        record["achieved_link_Bps"] = (32 << 20) / median
+    return record | fields
+
+
+def _records() -> list[dict]:
+    return [
+        _record("all-reduce", "reference", "correct", 100e-6),
+        _record("all-reduce", "custom/sm-store", "correct", 50e-6, speedup_vs_reference=100e-6 / 50e-6),
+        _record("all-reduce", "custom/tma", "incorrect", message="max abs error 3e-2 > 1e-3 on rank 1"),
+        _record("all-gather", "reference", "correct", 80e-6),
+        _record("all-gather", "custom/ce", "timeout", message="timed out after 60 s"),
+        _record("all-gather", "custom/sm-load", "crashed", message="rank 0 exited with SIGSEGV"),
+        # corrupted-looking: a time that is text, a bool fraction, a world size that is text, no environment dict
+        _record("gemm-rs", "reference", "correct", median_s="fast", fraction_of_roofline=True, world_size="two")
+        | {"environment": "garbage"},
+    ]
+
+
+def test_records_frame_one_row_per_record_with_numbers_coerced():
+    frame = frames.records_frame(_records())
+    assert len(frame) == 7
+    assert list(frame.columns[:5]) == ["problem", "shape", "impl", "world_size", "status"]
+    assert list(frame["status"]) == ["correct", "correct", "incorrect", "correct", "timeout", "crashed", "correct"]
+    ref = frame.iloc[0]
+    assert ref["median_s"] == 100e-6 and ref["p10_s"] == 0.9 * 100e-6 and ref["p90_s"] == 1.2 * 100e-6
+    assert ref["fraction_of_roofline"] == pytest.approx(T_ROOF / 100e-6)
+    assert ref["gpu"] == "NVIDIA H200" and ref["nccl"] == "2.28.9" and ref["topology"] == "h200x2"
+    assert ref["date"] == "2026-12-01T10:00:00+00:00" and ref["driver"] == ""
+    assert frame.iloc[1]["speedup_vs_reference"] == pytest.approx(2.0)
+    failed = frame[frame["status"] != "correct"]
+    assert failed["median_s"].isna().all() and failed["fraction_of_roofline"].isna().all()
+    assert failed.iloc[0]["message"] == "max abs error 3e-2 > 1e-3 on rank 1"
+    bad = frame.iloc[6]
+    assert math.isnan(bad["median_s"]) and math.isnan(bad["fraction_of_roofline"])
+    assert bad["world_size"] is pd.NA and bad["gpu"] == "" and bad["host"] == ""
+
+
+def test_index_frame_compares_reference_with_best_and_takes_advice_as_data():
+    advice = {
+        "all-reduce": {"mechanism": "sm-store", "schedule": "inter-sm", "t_s": 45e-6, "headroom": 2.1, "reason": "r"}
+    }
+    index = frames.index_frame(frames.records_frame(_records()), categories={"all-reduce": "collective"}, advice=advice)
+    assert list(index["problem"]) == ["all-gather", "all-reduce", "gemm-rs"]
+    ar = index.set_index("problem").loc["all-reduce"]
+    assert ar["category"] == "collective"
+    assert ar["reference_fraction"] == pytest.approx(T_ROOF / 100e-6)
+    assert ar["best_impl"] == "custom/sm-store" and ar["best_fraction"] == pytest.approx(T_ROOF / 50e-6)
+    assert ar["headroom"] == pytest.approx(100e-6 / 50e-6)
+    assert (ar["num_impls"], ar["num_failed"]) == (3, 1)
+    assert (ar["mechanism"], ar["schedule"], ar["predicted_s"], ar["reason"]) == ("sm-store", "inter-sm", 45e-6, "r")
+    ag = index.set_index("problem").loc["all-gather"]
+    assert ag["best_impl"] == "reference" and ag["headroom"] == 1.0 and ag["num_failed"] == 2
+    assert ag["mechanism"] == "" and math.isnan(ag["predicted_s"])
+    gemm = index[index["problem"] == "gemm-rs"].iloc[0]
+    assert gemm["best_impl"] == "" and math.isnan(gemm["reference_fraction"]) and math.isnan(gemm["headroom"])
+
+
+def test_curves_frame_has_every_probe_point_and_its_bandwidth():
+    topology = preset("h200x2")
+    curves = frames.curves_frame(topology)
+    assert len(curves) == sum(len(c.x) for c in topology.probe.curves)
+    size_curve = next(c for c in topology.probe.curves if c.sweep == "size")
+    rows = curves[curves["curve"] == size_curve.name]
+    assert list(rows["x"]) == list(size_curve.x)
+    assert list(rows["bandwidth_Bps"]) == [x / t for x, t in zip(size_curve.x, size_curve.median_s, strict=True)]
+    assert list(rows["bandwidth_hi_Bps"]) == [x / t for x, t in zip(size_curve.x, size_curve.p10_s, strict=True)]
+    cta_curve = next(c for c in topology.probe.curves if c.sweep == "ctas")
+    rows = curves[curves["curve"] == cta_curve.name]
+    assert list(rows["bandwidth_Bps"]) == [cta_curve.size_bytes / t for t in cta_curve.median_s]
+    assert frames.curves_frame(preset("hgx-h100-8")).empty
+
+
+def test_model_frame_evaluates_the_topologys_own_fits():
+    topology = preset("h200x2")
+    model = frames.model_frame(topology, sizes=[4096, 1 << 30], ctas=[1, 8, 132])
+    for fit in topology.probe.fits:
+        rows = model[(model["mechanism"] == fit.mechanism) & (model["sweep"] == "size")]
+        expected = [s / (fit.latency_s + s / fit.peak_bandwidth_Bps) for s in (4096, 1 << 30)]
+        assert list(rows["bandwidth_Bps"]) == pytest.approx(expected)
+        ctas = model[(model["mechanism"] == fit.mechanism) & (model["sweep"] == "ctas")]
+        if fit.per_cta_bandwidth_Bps is None:
+            assert ctas.empty
+        else:
+            expected = [min(k * fit.per_cta_bandwidth_Bps, fit.peak_bandwidth_Bps) for k in (1, 8, 132)]
+            assert list(ctas["bandwidth_Bps"]) == pytest.approx(expected)
+    assert set(model["basis"]) == {"fit"}
+    analytic = frames.model_frame(preset("hgx-h100-8"), sizes=[4096], ctas=[1])
+    assert set(analytic["basis"]) == {"spec"} and not analytic.empty
+
+
+def _sweep() -> list[dict]:
+    return [
+        {
+            "size_bytes": s,
+            "t_roof_s": 2e-6 + s / 400e9,
+            "compute_s": s / 1e13,
+            "hbm_s": s / 4e12,
+            "link_s": s / 400e9,
+            "latency_s": 2e-6,
+            "predictions": {"nccl/serial": 10e-6 + s / 300e9, "sm-store/inter-sm": 3e-6 + s / 370e9},
+        }
+        for s in (1 << 20, 1 << 26, 1 << 30)
+    ]
+
+
+def test_roofline_frame_is_long_form():
+    roof = frames.roofline_frame(_sweep())
+    assert len(roof) == 3 * (5 + 2)
+    assert set(roof["x_kind"]) == {"size_bytes"}
+    link = roof[roof["series"] == "link"]
+    assert list(link["x"]) == [1 << 20, 1 << 26, 1 << 30] and list(link["kind"]) == ["term"] * 3
+    assert list(link["t_s"]) == [s / 400e9 for s in (1 << 20, 1 << 26, 1 << 30)]
+    assert set(roof[roof["kind"] == "prediction"]["series"]) == {"nccl/serial", "sm-store/inter-sm"}
+    assert list(roof[roof["kind"] == "roof"]["series"]) == ["roof"] * 3
+    assert list(frames.roofline_frame([{"x": 3, "t_roof_s": 1.0}])["x_kind"]) == ["x"]
+
+
+def test_roofline_figure_draws_the_frames():
+    roof = frames.roofline_frame(_sweep())
+    measured = frames.records_frame(_records())
+    measured = measured[measured["problem"] == "all-reduce"]
+    fig = figures.roofline_figure(roof, measured, title="all-reduce")
+    traces = {t.name: t for t in fig.data}
+    assert set(traces) == {"roof", "compute", "HBM", "link", "latency", "nccl/serial", "sm-store/inter-sm"} | {
+        "reference",
+        "custom/sm-store",
+    }
+    link = roof[roof["series"] == "link"]
+    assert list(traces["link"].x) == list(link["x"]) and list(traces["link"].y) == list(link["t_s"])
+    assert traces["nccl/serial"].line.dash == "dash" and traces["roof"].line.dash == "solid"
+    ref = measured[measured["impl"] == "reference"]
+    assert traces["reference"].mode == "markers"
+    assert list(traces["reference"].x) == list(ref["comm_bytes"]) and list(traces["reference"].y) == list(
+        ref["median_s"]
+    )
+    assert "custom/tma" not in traces  # incorrect: no time to plot
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    assert "(s)" in fig.layout.yaxis.title.text and "(bytes)" in fig.layout.xaxis.title.text
+
+
+def test_bandwidth_figure_shows_samples_with_spread_and_the_model():
+    topology = preset("h200x2")
+    curves = frames.curves_frame(topology)
+    model = frames.model_frame(topology, sizes=[1 << 20, 1 << 30], ctas=[1, 64, 132])
+    fig = figures.bandwidth_figure(curves, model, mechanism="sm-store", sweep="ctas")
+    samples = curves[(curves["mechanism"] == "sm-store") & (curves["sweep"] == "ctas")]
+    (sample,) = [t for t in fig.data if t.mode == "markers"]
+    assert sample.name == samples["curve"].iloc[0]
+    assert list(sample.x) == list(samples["x"]) and list(sample.y) == list(samples["bandwidth_Bps"])
+    assert list(sample.error_y.array) == pytest.approx(list(samples["bandwidth_hi_Bps"] - samples["bandwidth_Bps"]))
+    (line,) = [t for t in fig.data if t.mode == "lines"]
+    fitted = model[(model["mechanism"] == "sm-store") & (model["sweep"] == "ctas")]
+    assert list(line.x) == [1, 64, 132] and list(line.y) == list(fitted["bandwidth_Bps"])
+    size_fig = figures.bandwidth_figure(curves, model, mechanism="sm-store", sweep="size")
+    assert size_fig.layout.xaxis.type == "log"
+    assert {t.name for t in size_fig.data} == {"sm-store push", "sm-store bidirectional", "model (fit)"}
+
+
+def test_fraction_histogram_has_the_references_and_a_line_at_half():
+    index = frames.index_frame(frames.records_frame(_records()))
+    fig = figures.fraction_histogram(index)
+    assert list(fig.data[0].x) == list(index["reference_fraction"].dropna())
+    (line,) = fig.layout.shapes
+    assert line.x0 == line.x1 == 0.5
+
+
+def _write(out: Path, records: list[dict] | None = None, **overrides) -> list[Path]:
+    arguments = {
+        "topology": preset("h200x2"),
+        "records": records if records is not None else _records(),
+        "bounds": {"all-reduce": {"summary": {"t_roof_s": T_ROOF, "limiter": "link"}, "sweep": _sweep()}},
+        "advice": {"all-reduce": {"mechanism": "sm-store", "schedule": "inter-sm", "t_s": 45e-6, "headroom": 2.1}},
+        "categories": {"all-reduce": "collective"},
+        "problems_meta": {"all-reduce": {"doc": "All-reduce of one bf16 tensor", "command": "pkroof profile"}},
+    }
+    return build.write_report(out, **(arguments | overrides))
+
+
+class _Links(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.hrefs, self.script_srcs = [], []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "a":
+            self.hrefs.append(attrs["href"])
+        if tag == "script" and "src" in attrs:
+            self.script_srcs.append(attrs["src"])
+
+
+def _links(text: str) -> _Links:
+    parser = _Links()
+    parser.feed(text)
+    return parser
+
+
+def test_hostile_names_are_escaped_everywhere(tmp_path):
+    hostile = [
+        _record(HOSTILE, "reference", "correct", 90e-6),
+        _record(HOSTILE, HOSTILE, "incorrect", message=HOSTILE) | {"environment": ENV | {"host": HOSTILE}},
+        _record("../../etc", "reference", "correct", 60e-6),
+    ]
+    meta = {HOSTILE: {"doc": HOSTILE, "command": HOSTILE}}
+    written = _write(tmp_path / "report", [*_records(), *hostile], problems_meta=meta, categories={HOSTILE: HOSTILE})
+    pages = [p for p in written if p.suffix == ".html"]
+    assert {p.parent for p in written} == {tmp_path / "report"}  # ../../etc did not escape the folder
+    for page in pages:
+        text = page.read_text()
+        assert HOSTILE not in text, page.name
+        assert _links(text).script_srcs == ["plotly.min.js"]
+        assert not re.search(r"<script[^>]*src=[\"']?https?:", text)
+    hostile_page = (tmp_path / "report" / f"problem-{build.slug(HOSTILE)}.html").read_text()
+    assert hostile_page.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 4  # title, heading, doc, impl, host, ...
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in (tmp_path / "report" / "index.html").read_text()
+
+
+def test_slugs_are_safe_and_distinct():
+    for name in ("../../etc", "/abs/path", ".hidden", "a b", HOSTILE, "..", "", "x" * 300):
+        s = build.slug(name)
+        assert re.fullmatch(r"[a-z0-9][a-z0-9._-]*", s), (name, s)
+        assert len(s) <= 90
+    assert build.slug("all-reduce") == "all-reduce"
+    assert len({build.slug(n) for n in ("a/b", "a-b", "A-B", "a b")}) == 4
+
+
+def test_index_links_point_at_written_files_and_colour_fractions(tmp_path):
+    written = _write(tmp_path / "report")
+    names = {p.name for p in written}
+    assert {"index.html", "topology.html", "plotly.min.js"} <= names
+    assert {n for n in names if n.startswith("problem-")} == {
+        f"problem-{s}.html" for s in ("all-reduce", "all-gather", "gemm-rs")
+    }
+    for page in (p for p in written if p.suffix == ".html"):
+        for href in _links(page.read_text()).hrefs:
+            assert href in names, (page.name, href)
+            assert (tmp_path / "report" / href).is_file()
+    index = (tmp_path / "report" / "index.html").read_text()
+    assert 'class="sortable"' in index
+    assert re.search(r'class="pill poor">\s*40%', index)  # all-reduce reference: 40 µs / 100 µs
+    assert re.search(r'class="pill good">\s*80%', index)  # its best: 40 µs / 50 µs
+    assert re.search(r'class="pill fair">\s*50%', index)  # all-gather reference: 40 µs / 80 µs
+    problem = (tmp_path / "report" / "problem-all-reduce.html").read_text()
+    assert "max abs error 3e-2 &gt; 1e-3 on rank 1" in problem
+    assert "sm-store / inter-sm" in problem and "2.10×" in problem
+
+
+def test_a_report_folder_is_replaced_whole(tmp_path):
+    out = tmp_path / "report"
+    _write(out)
+    (out / "stale.html").write_text("from an older report")
+    written = _write(out, _records()[:3])
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == sorted(p.name for p in written)
+    assert not (out / "problem-all-gather.html").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["report"]  # no temporary or old folder left behind
+
+
+def test_a_failed_build_leaves_the_previous_report(tmp_path, monkeypatch):
+    out = tmp_path / "report"
+    _write(out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(html, "problem_page", fail)
+    with pytest.raises(RuntimeError, match="boom"):
+        _write(out)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["report"]
+
+
+def test_a_folder_that_is_not_a_report_is_never_replaced(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not a pkroof report"):
+        _write(tmp_path)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_topology_page_for_the_measured_preset():
+    topology = preset("h200x2")
+    page = html.topology_page(topology)
+    assert "<svg" in page and page.count(">GPU ") >= 2 and "18 × 26.6 GB/s" in page
+    assert f"Health flags ({len(topology.probe.health)})" in page
+    assert all(line.split(";")[0] in page for line in topology.probe.health)
+    assert page.count("Plotly.newPlot") == 8  # size charts for 5 fitted mechanisms, CTA charts for 3
+    assert "measured" in page and "nominal" in page and "9.88 µs" in page  # nccl fit α
+
+
+def test_topology_page_for_an_analytic_preset_without_probe():
+    topology = preset("hgx-h100-8")
+    page = html.topology_page(topology)
+    assert "Not probed" in page and "Health flags" not in page
+    assert page.count(">GPU ") == 8 and page.count(">NIC ") == topology.nic.count_per_node
+    assert "4 × NVSwitch" in page and "model (spec)" in page
+    assert _links(page).script_srcs == ["plotly.min.js"]
+
+
+def test_export_csv_and_json_round_trip_and_parquet_needs_pyarrow(tmp_path, monkeypatch):
+    frame = frames.records_frame(_records())
+    csv = pd.read_csv(build.export(frame, tmp_path / "r.csv", "csv"))
+    assert list(csv["impl"]) == list(frame["impl"]) and csv["median_s"].iloc[0] == 100e-6
+    rows = json.loads(build.export(frame, tmp_path / "r.json", "json").read_text())
+    assert len(rows) == 7 and rows[2]["status"] == "incorrect" and rows[6]["median_s"] is None
+    monkeypatch.setattr(build.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ValueError, match="pyarrow"):
+        build.export(frame, tmp_path / "r.parquet", "parquet")
+    with pytest.raises(ValueError, match="csv, json, parquet"):
+        build.export(frame, tmp_path / "r.xlsx", "xlsx")
