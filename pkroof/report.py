@@ -76,10 +76,52 @@ def _analysis(name: str, record: dict[str, Any], topo: Topology, log: Callable[[
     }
 
 
+def _preferred_shape(problem: Any) -> str:
+    """A real model's shape for an analytic page: Llama-3-70B at TP=8 where the problem has it, else its first."""
+    real = [name for name in problem.shapes if name != "small"]
+    return "llama3-70b-tp8" if "llama3-70b-tp8" in real else (real[0] if real else "small")
+
+
+def _analytic(topo: Topology, log: Callable[[str], None]) -> dict[str, dict[str, Any]]:
+    """Bound and advice for every suite problem at a real shape on every GPU of `topo`, nothing measured."""
+    from pkroof.profilers.problems import suite
+
+    world = topo.num_gpus
+    system = topo.system(world)
+    out = {}
+    for problem in suite():
+        shape = _preferred_shape(problem)
+        params = problem.params(shape)
+        try:
+            workload = _cheap_workload(problem, world, params)
+        except ValueError as e:  # the shape does not divide over this many GPUs
+            log(f"{problem.name}: no analytic page on {topo.name} ({e})")
+            continue
+        if workload is None:
+            log(f"{problem.name}: no analytic page on {topo.name} (its reference needs data to trace)")
+            continue
+        b = bound(workload, system)
+        summary = bound_to_dict(b, advise(b)) | {"shape": shape}
+        out[problem.name] = {
+            "bound": {"summary": summary, "sweep": _sweep(problem, params, world, system)},
+            "advice": summary["recommendation"],
+            "category": problem.category,
+            "meta": {
+                "doc": problem.summary,
+                "source": problem.source,
+                "command": f"pkroof report --topology {topo.name} (analytic: bound and advice, not measured)",
+            },
+        }
+    return out
+
+
 def report(
     results: list[Path], *, topology: str, out: Path, fmt: str = "html", log: Callable[[str], None] = print
 ) -> list[Path]:
-    """Render every problem found in the result files against `topology`; unreadable lines are reported, skipped."""
+    """Render every problem found in the result files against `topology`; unreadable lines are reported, skipped.
+
+    With no result files: an analytic report, every suite problem's roofline and advice on `topology`.
+    """
     from pkroof.profilers import records as rec
     from pkroof.reports import build, frames
 
@@ -97,6 +139,9 @@ def report(
         out.mkdir(parents=True, exist_ok=True)
         return [build.export(frames.records_frame(found), target, fmt)]
     bounds, advice, categories, meta = {}, {}, {}, {}
+    analyses = _analytic(topo, log) if not results else {}
+    for name, a in analyses.items():
+        bounds[name], advice[name], categories[name], meta[name] = a["bound"], a["advice"], a["category"], a["meta"]
     for name in dict.fromkeys(r["problem"] for r in found):
         first = next(r for r in found if r["problem"] == name)
         try:

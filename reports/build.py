@@ -17,7 +17,8 @@
     categories    {problem name: category}
     problems_meta {problem name: {"doc": one-line docstring, "source": file, "command": the command that ran it}}
 
-Every key is optional: a page shows "—" for what it was not given. A problem gets a page when it has records.
+Every key is optional: a page shows "—" for what it was not given. A problem gets a page when it has records
+or a bound (a bound alone: an analytic page, roofline and advice with no measurement).
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ def _pages(
 ) -> list[Path]:
     table = frames.records_frame(records)
     index = frames.index_frame(table, categories=categories, advice=advice)
+    analytic = frames.analytic_rows(bounds, advice, categories, measured=index["problem"])
+    if len(analytic):  # problems bounded but not measured: their roofline and advice, no measurements
+        index = pd.concat([index, analytic], ignore_index=True) if len(index) else analytic
     pages = {name: f"problem-{slug(name)}.html" for name in dict.fromkeys(index["problem"])}
     written = {"plotly.min.js": plotly.offline.get_plotlyjs()}
     written["index.html"] = html.index_page(index, pages=pages, topology=topology.name)

@@ -137,6 +137,37 @@ def index_frame(
     return frame
 
 
+def analytic_rows(
+    bounds: Mapping[str, Mapping[str, Any]],
+    advice: Mapping[str, Mapping[str, Any]],
+    categories: Mapping[str, str],
+    *,
+    measured: Iterable[str] = (),
+) -> pd.DataFrame:
+    """Index rows for problems with a bound but no measurement: the roof and the advice, nothing measured."""
+    skip = set(measured)
+    rows = []
+    for problem, b in bounds.items():
+        if problem in skip:
+            continue
+        summary = b.get("summary") or {}
+        rows.append(
+            {
+                "problem": problem,
+                "shape": _text(summary.get("shape")),
+                "world_size": summary.get("world_size"),
+                "category": categories.get(problem, ""),
+                "t_roof_s": _number(summary.get("t_roof_s")),
+                "num_impls": 0,
+                "num_failed": 0,
+                **_advice_fields(advice.get(problem)),
+            }
+        )
+    frame = pd.DataFrame(rows, columns=list(INDEX_COLUMNS))
+    frame["world_size"] = frame["world_size"].astype("Int64")
+    return frame
+
+
 CURVE_COLUMNS = (
     "curve",
     "mechanism",

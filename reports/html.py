@@ -180,6 +180,9 @@ on the {{ summary.get("link_tier")|text }} link
 at {{ summary.get("link_bandwidth_Bps")|Bps }}</td></tr>
 <tr><th>world size · dtype · topology</th><td>{{ summary.get("world_size")|text }} ranks
 · {{ summary.get("dtype")|text }} · {{ summary.get("topology")|text }}</td></tr>
+{% if summary.get("params") %}<tr><th>shape</th><td>{% if summary.get("shape") %}{{ summary["shape"] }}: {% endif %}
+{% for k, v in summary["params"].items() %}{{ k }}={{ v|text }}{% if not loop.last %}, {% endif %}{% endfor %}
+</td></tr>{% endif %}
 </tbody></table>{% endif %}
 <h2>Roofline</h2>
 {{ chart }}

@@ -66,3 +66,15 @@ def test_report_exports_and_refuses_bad_input(tmp_path):
     assert missing.exit_code == 2 and "no such results file" in missing.stderr
     bad_format = CliRunner().invoke(app, ["report", str(results), "--format", "pdf"])
     assert bad_format.exit_code == 2 and "--format takes" in bad_format.stderr
+
+
+def test_without_results_the_report_is_analytic_for_the_topology(tmp_path):
+    out = tmp_path / "analytic"
+    result = CliRunner().invoke(app, ["report", "--topology", "hgx-h100-8", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    pages = sorted(p.name for p in out.glob("problem-*.html"))
+    assert "problem-gemm-reduce-scatter.html" in pages and len(pages) >= 20
+    page = (out / "problem-gemm-reduce-scatter.html").read_text()
+    assert "llama3-70b-tp8" in page or "8192" in page  # a real model's shape, not the tiny default
+    assert "not measured" in page
+    assert "its reference needs data to trace" in result.stdout  # MoE & co. are said to be left out, not dropped
