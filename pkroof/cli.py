@@ -137,16 +137,24 @@ def report(
     topology: Topo = "h200x2",
     out: Annotated[Path, typer.Option(help="report folder (replaced whole)")] = Path("pkroof-report"),
     fmt: Annotated[str, typer.Option("--format", help="html, csv, json or parquet")] = "html",
+    run: Annotated[bool, typer.Option("--run", help="on a GPU node: probe, profile the suite, then report")] = False,
 ) -> None:
     """An HTML report: an index, a page per problem with its roofline, and the topology's page."""
     from pkroof.report import report as run_report
+    from pkroof.report import run_all
 
     if fmt not in ("html", "csv", "json", "parquet"):
         _fail(f"--format takes html, csv, json or parquet, got {fmt!r}")
     try:
-        written = run_report(results or [], topology=topology, out=out, fmt=fmt, log=typer.echo)
+        if run:
+            written = run_all(out, log=typer.echo)
+        else:
+            written = run_report(results or [], topology=topology, out=out, fmt=fmt, log=typer.echo)
     except ValueError as e:
         _fail(str(e))
+    except RuntimeError as e:  # the probe's ProbeError: no GPU, no torch, a rank that failed
+        typer.echo(f"pkroof: {e}", err=True)
+        raise typer.Exit(1) from None
     typer.echo(f"wrote {len(written)} files to {out}")
 
 

@@ -153,3 +153,35 @@ def report(
     return build.write_report(
         out, topology=topo, records=found, bounds=bounds, advice=advice, categories=categories, problems_meta=meta
     )
+
+
+def run_all(out: Path, *, quick: bool = False, log: Callable[[str], None] = print) -> list[Path]:
+    """On a GPU node: probe it, profile the whole suite against what the probe measured, report; resumable.
+
+    The probe's topology and the results live beside the report, in OUT-data/, so re-running resumes the suite
+    where it stopped instead of starting over, and the report folder itself stays replaceable as a whole.
+    """
+    from pkroof.profilers.problems import names
+    from pkroof.profilers.profile import profile
+    from pkroof.topology.probe import probe
+
+    data = out.parent / f"{out.name}-data"
+    data.mkdir(parents=True, exist_ok=True)
+    topology = data / "topology.json"
+    if not topology.exists():
+        log(f"probing this node into {topology}")
+        probe(out=topology, quick=quick, name="this-node", log=log)
+    log(f"profiling {len(names())} problems into {data / 'results'}")
+    profile(
+        names(),
+        impls=[],
+        world_size=None,
+        shape=None,
+        overrides={},
+        out_dir=data / "results",
+        timeout_s=120,
+        resume=True,
+        topology=str(topology),
+        log=log,
+    )
+    return report([data / "results" / "results.jsonl"], topology=str(topology), out=out, log=log)

@@ -78,3 +78,18 @@ def test_without_results_the_report_is_analytic_for_the_topology(tmp_path):
     assert "llama3-70b-tp8" in page or "8192" in page  # a real model's shape, not the tiny default
     assert "not measured" in page
     assert "its reference needs data to trace" in result.stdout  # MoE & co. are said to be left out, not dropped
+
+
+def test_report_run_without_gpus_is_one_line_and_exit_1(tmp_path, monkeypatch):
+    import pkroof.topology.probe as probe_module
+    from pkroof.topology.nvml import NA
+
+    class NoGpu:
+        def query(self, name, *args):
+            return NA(f"{name}: NVML Shared Library Not Found")
+
+    monkeypatch.setattr(probe_module, "Nvml", NoGpu)
+    result = CliRunner().invoke(app, ["report", "--run", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1 and "no NVIDIA GPU found" in result.stderr
+    assert not (tmp_path / "r").exists()  # no half-made report
