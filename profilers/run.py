@@ -8,7 +8,6 @@ over gloo (correctness and orchestration; their times are CPU times and say so).
 from __future__ import annotations
 
 import importlib.util
-import json
 import math
 import platform
 import socket
@@ -272,7 +271,3 @@ def finish(
         out["achieved_link_Bps"] = link_bytes / stats["median_s"] if (link_bytes and backend == "nccl") else None
         out["speedup_vs_reference"] = reference_s / stats["median_s"] if reference_s else None
     return out
-
-
-def describe(record: dict[str, Any]) -> str:
-    return json.dumps({k: record[k] for k in ("problem", "shape", "impl", "status")})
