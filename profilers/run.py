@@ -12,6 +12,7 @@ import math
 import platform
 import socket
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -205,7 +206,18 @@ def _job(rank: int, world: int, job: Job) -> dict[str, Any]:
 
 
 def _environment(backend: str, topology: str) -> dict[str, Any]:
-    env = {"host": socket.gethostname(), "python": platform.python_version(), "backend": backend, "topology": topology}
+    env = {
+        "host": socket.gethostname(),
+        "python": platform.python_version(),
+        "backend": backend,
+        "topology": topology,
+        "command": " ".join(["pkroof", *sys.argv[1:]]) if sys.argv[1:2] == ["profile"] else "pkroof.profile()",
+    }
+    if backend == "nccl":
+        from pkroof.topology.nvml import NA, Nvml
+
+        driver = Nvml().query("nvmlSystemGetDriverVersion")
+        env["driver"] = "" if isinstance(driver, NA) else str(driver)
     try:
         import torch
 

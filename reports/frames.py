@@ -26,7 +26,7 @@ NUMBERS = (
     "achieved_link_Bps",
     "comm_bytes",
 )
-ENVIRONMENT = ("gpu", "driver", "cuda", "nccl", "torch", "host", "backend", "topology")
+ENVIRONMENT = ("gpu", "driver", "cuda", "nccl", "torch", "host", "backend", "topology", "command")
 RECORD_COLUMNS = ("problem", "shape", "impl", "world_size", "status", *NUMBERS, "message", *ENVIRONMENT, "date")
 TERMS = {"t_roof_s": "roof", "compute_s": "compute", "hbm_s": "HBM", "link_s": "link", "latency_s": "latency"}
 

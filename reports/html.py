@@ -360,7 +360,8 @@ def _environment(records: pd.DataFrame, meta: Mapping[str, Any]) -> list[tuple[s
     for column, label in labels.items():
         values = [v for v in dict.fromkeys(records[column]) if v]
         out.append((label, ", ".join(values) or "not recorded"))
-    out.append(("command", meta.get("command") or "not recorded"))
+    commands = [v for v in dict.fromkeys(records["command"]) if v] if "command" in records else []
+    out.append(("command", meta.get("command") or ", ".join(commands) or "not recorded"))
     return out
 
 
