@@ -6,7 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pkroof.rooflines import Bound, bound
+from pkroof.kernels.declare import declared
+from pkroof.rooflines import Bound, Mechanism, Schedule, bound
 from pkroof.rooflines.units import fmt_bytes, fmt_s
 from pkroof.topology import resolve
 
@@ -14,6 +15,7 @@ from . import records
 from .problems import Problem, load
 from .run import Job, finish, resolve_impl, run_job
 
+REFERENCE_PAIR = {"mechanism": "nccl", "schedule": "serial"}  # PyTorch + torch.distributed: compute, then NCCL
 HEADER = (
     f"{'problem':26} {'shape':16} {'impl':26} {'size':>10} {'status':9} {'time':>10} {'link GB/s':>9} "
     f"{'t_roof':>10} {'roof':>5} {'vs ref':>6}"
@@ -111,6 +113,14 @@ def profile(
                 continue
             result = run_job(job, timeout_s)
             result["comm_bytes"] = sum(op.size_bytes for op in b.workload.comm)  # nccl-tests' size convention
+            pair = REFERENCE_PAIR if impl == "reference" else declared(resolve_impl(problem, impl))
+            if pair:
+                predicted = b.prediction(Mechanism(pair["mechanism"]), Schedule(pair["schedule"]))
+                result |= {
+                    "mechanism": pair["mechanism"],
+                    "schedule": pair["schedule"],
+                    "predicted_s": predicted.t_s if predicted else None,
+                }
             record = finish(
                 result,
                 t_roof_s=b.t_roof_s,

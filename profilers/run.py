@@ -282,4 +282,6 @@ def finish(
         out["fraction_of_roofline"] = t_roof_s / stats["median_s"] if backend == "nccl" else None
         out["achieved_link_Bps"] = link_bytes / stats["median_s"] if (link_bytes and backend == "nccl") else None
         out["speedup_vs_reference"] = reference_s / stats["median_s"] if reference_s else None
+        if record.get("predicted_s") and backend == "nccl":  # how far the model's prediction for this pair is off
+            out["prediction_error"] = (stats["median_s"] - record["predicted_s"]) / record["predicted_s"]
     return out

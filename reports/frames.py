@@ -15,7 +15,7 @@ import pandas as pd
 if TYPE_CHECKING:
     from pkroof.topology import Topology
 
-TEXT = ("problem", "shape", "impl", "status", "message", "date")
+TEXT = ("problem", "shape", "impl", "status", "mechanism", "schedule", "message", "date")
 NUMBERS = (
     "median_s",
     "p10_s",
@@ -25,9 +25,23 @@ NUMBERS = (
     "speedup_vs_reference",
     "achieved_link_Bps",
     "comm_bytes",
+    "predicted_s",
+    "prediction_error",
 )
 ENVIRONMENT = ("gpu", "driver", "cuda", "nccl", "torch", "host", "backend", "topology", "command")
-RECORD_COLUMNS = ("problem", "shape", "impl", "world_size", "status", *NUMBERS, "message", *ENVIRONMENT, "date")
+RECORD_COLUMNS = (
+    "problem",
+    "shape",
+    "impl",
+    "world_size",
+    "status",
+    "mechanism",
+    "schedule",
+    *NUMBERS,
+    "message",
+    *ENVIRONMENT,
+    "date",
+)
 TERMS = {"t_roof_s": "roof", "compute_s": "compute", "hbm_s": "HBM", "link_s": "link", "latency_s": "latency"}
 
 

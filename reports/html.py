@@ -189,7 +189,8 @@ at {{ summary.get("link_bandwidth_Bps")|Bps }}</td></tr>
 <h2>Implementations</h2>
 <table class="sortable"><thead><tr><th>implementation</th><th>shape</th><th class="num">ranks</th><th>status</th>
 <th class="num">median</th><th class="num">p10 – p90</th><th class="num">% of roofline</th>
-<th class="num">speedup vs reference</th>
+<th class="num">speedup vs reference</th><th>mechanism / schedule</th><th class="num">predicted</th>
+<th class="num">model error</th>
 <th class="num">achieved link</th><th class="num">comm size</th><th>message</th></tr></thead><tbody>
 {% for r in rows %}<tr>
 <td class="mono">{{ r.impl }}</td><td>{{ r.shape|text }}</td><td class="num">{{ r.world_size|text }}</td>
@@ -199,6 +200,9 @@ at {{ summary.get("link_bandwidth_Bps")|Bps }}</td></tr>
 <td class="num" data-sort="{{ r.fraction_of_roofline|sort_key }}">
 <span class="pill {{ r.fraction_of_roofline|pct_class }}">{{ r.fraction_of_roofline|pct }}</span></td>
 <td class="num" data-sort="{{ r.speedup_vs_reference|sort_key }}">{{ r.speedup_vs_reference|times }}</td>
+<td>{% if r.mechanism %}{{ r.mechanism }} / {{ r.schedule }}{% else %}—{% endif %}</td>
+<td class="num" data-sort="{{ r.predicted_s|sort_key }}">{{ r.predicted_s|seconds }}</td>
+<td class="num" data-sort="{{ r.prediction_error|sort_key }}">{{ r.prediction_error|pct }}</td>
 <td class="num" data-sort="{{ r.achieved_link_Bps|sort_key }}">{{ r.achieved_link_Bps|Bps }}</td>
 <td class="num" data-sort="{{ r.comm_bytes|sort_key }}">{{ r.comm_bytes|bytes }}</td>
 <td class="message">{% if r.status != "correct" %}{{ r.message }}{% endif %}</td>

@@ -152,3 +152,32 @@ def test_torch_fast_paths_are_named_implementations_where_they_apply(tmp_path):
     )
     assert [r["impl"] for r in written] == ["reference"]  # on CPU ranks the GPU fast paths are skipped, and said so
     assert any("need GPUs" in line for line in lines)
+
+
+def test_declared_pairs_get_the_models_prediction_beside_them(tmp_path):
+    from pkroof.kernels.declare import declare
+
+    with pytest.raises(ValueError):
+        declare(mechanism="carrier-pigeon", schedule="serial")
+    written, _ = _run(tmp_path, ["declared_pair"])
+    ref, mine = written
+    assert (ref["mechanism"], ref["schedule"]) == ("nccl", "serial")  # PyTorch + NCCL is the serial baseline
+    assert (mine["mechanism"], mine["schedule"]) == ("sm-store", "inter-sm")
+    assert mine["predicted_s"] > 0 and mine["predicted_s"] >= mine["t_roof_s"]  # no prediction beats the roof
+    assert "prediction_error" not in mine  # CPU times are not GPU times: no error is claimed for them
+
+
+def test_finish_derives_fraction_speedup_and_model_error():
+    from pkroof.profilers.run import finish
+
+    result = {
+        "status": "correct",
+        "timing": {"mode": "graph", "samples_s": [1.0e-3] * 9 + [5e-3]},
+        "predicted_s": 0.8e-3,
+    }
+    r = finish(result, t_roof_s=0.5e-3, link_bytes=2**20, reference_s=2e-3, backend="nccl", topology="h200x2")
+    assert r["median_s"] == 1.0e-3  # the slow outlier moves the p90, not the median
+    assert r["fraction_of_roofline"] == pytest.approx(0.5e-3 / 1.0e-3)
+    assert r["speedup_vs_reference"] == pytest.approx(2.0)
+    assert r["achieved_link_Bps"] == pytest.approx(2**20 / 1.0e-3)
+    assert r["prediction_error"] == pytest.approx((1.0e-3 - 0.8e-3) / 0.8e-3)  # measured 25% slower than predicted

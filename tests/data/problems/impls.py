@@ -5,6 +5,8 @@ import time
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.declare import declare
+
 
 def correct(a, b):  # the same maths in another order: (a @ b) summed over ranks
     out = torch.mm(a, b)
@@ -29,3 +31,8 @@ def hangs(a, b):  # rank 0 waits for a collective nobody else joins: the classic
 
 def crashes(a, b):
     raise RuntimeError("CUDA error: an illegal memory access was encountered (simulated)")
+
+
+@declare(mechanism="sm-store", schedule="inter-sm", comm_sms=8)
+def declared_pair(a, b):  # the same maths as `correct`, saying which (mechanism, schedule) it would be on GPUs
+    return correct(a, b)
