@@ -206,6 +206,7 @@ def _job(rank: int, world: int, job: Job) -> dict[str, Any]:
 
 
 def _environment(backend: str, topology: str) -> dict[str, Any]:
+    """Where a record was measured. GPU facts come from NVML, so this parent process never opens a CUDA context."""
     env = {
         "host": socket.gethostname(),
         "python": platform.python_version(),
@@ -213,23 +214,23 @@ def _environment(backend: str, topology: str) -> dict[str, Any]:
         "topology": topology,
         "command": " ".join(["pkroof", *sys.argv[1:]]) if sys.argv[1:2] == ["profile"] else "pkroof.profile()",
     }
-    if backend == "nccl":
-        from pkroof.topology.nvml import NA, Nvml
-
-        driver = Nvml().query("nvmlSystemGetDriverVersion")
-        env["driver"] = "" if isinstance(driver, NA) else str(driver)
     try:
         import torch
 
-        env["torch"] = torch.__version__
+        env |= {"torch": torch.__version__, "cuda": str(torch.version.cuda)}
         if backend == "nccl":
-            env |= {
-                "gpu": torch.cuda.get_device_name(0),
-                "nccl": ".".join(map(str, torch.cuda.nccl.version())),
-                "cuda": torch.version.cuda,
-            }
-    except ImportError:
+            env["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
+    except (ImportError, RuntimeError, AttributeError):  # a CPU build has no NCCL to report
         pass
+    if backend == "nccl":
+        from pkroof.topology.nvml import NA, Device, Nvml
+
+        nvml = Nvml()
+        for key, answer in (
+            ("driver", nvml.query("nvmlSystemGetDriverVersion")),
+            ("gpu", nvml.query("nvmlDeviceGetName", Device(0))),
+        ):
+            env[key] = "" if isinstance(answer, NA) else str(answer)
     return env
 
 
