@@ -10,70 +10,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pkroof.rooflines import advise, bound
-from pkroof.rooflines.export import bound_to_dict
 from pkroof.topology import Topology, resolve
 
-SWEEP_SIZES = [4096 * 4**i for i in range(10)]  # collectives: 4 KiB … 1 GiB, nccl-tests' convention
 
-
-def _point(b: Any) -> dict[str, Any]:
-    return {
-        "size_bytes": sum(op.size_bytes for op in b.workload.comm),
-        "t_roof_s": b.t_roof_s,
-        "compute_s": b.t_compute_s,
-        "hbm_s": b.t_hbm_s,
-        "link_s": b.t_link_s,
-        "latency_s": b.t_latency_s,
-        "predictions": {f"{p.mechanism.value}/{p.schedule.value}": p.t_s for p in b.predictions},
-    }
-
-
-def _cheap_workload(problem: Any, world: int, params: dict[str, Any]) -> Any:
-    """The hand-written workload, else a trace on meta tensors; None where only a real run could trace it
-    (a sweep never starts CPU ranks at a real model's shape: they would need its memory)."""
-    from pkroof.profilers.trace import trace_on_meta
-
-    if problem.has_workload:  # raises ValueError itself if the shape does not divide
-        return problem.module.workload(world, **params)
-    try:
-        return trace_on_meta(problem, world, params)
-    except Exception:  # value-dependent code (MoE splits, top-k): not traceable without data
-        return None
-
-
-def _sweep(problem: Any, params: dict[str, Any], world: int, system: Any) -> list[dict[str, Any]]:
-    """Bounds along the problem's size (collectives) or across its named shapes (everything else)."""
-    if "size_bytes" in params:
-        variants = [params | {"size_bytes": s} for s in SWEEP_SIZES]
-    else:
-        variants = [problem.params(name) for name in problem.shapes]
-    points = []
-    for p in variants:
-        try:
-            workload = _cheap_workload(problem, world, p)
-        except ValueError:  # a shape that does not divide by this world size: not on the chart
-            continue
-        if workload is not None:
-            points.append(_point(bound(workload, system)))
-    return sorted(points, key=lambda pt: pt["size_bytes"])
-
-
-def _analysis(name: str, record: dict[str, Any], topo: Topology, log: Callable[[str], None]) -> dict[str, Any]:
+def _analysis(name: str, record: dict[str, Any], topo: Topology) -> dict[str, Any]:
+    from pkroof.profilers.analysis import analysis
     from pkroof.profilers.problems import load
-    from pkroof.profilers.profile import workload_of
 
-    problem = load(name)
     world = record["world_size"]
-    system = topo.system(world)
-    b = bound(workload_of(problem, world, record["params"]), system)
-    summary = bound_to_dict(b, advise(b))
-    return {
-        "bound": {"summary": summary, "sweep": _sweep(problem, record["params"], world, system)},
-        "advice": summary["recommendation"],
-        "category": problem.category,
-        "meta": {"doc": problem.summary, "source": problem.source},
-    }
+    return analysis(load(name), record["params"], world, topo.system(world))
 
 
 def _preferred_shape(problem: Any) -> str:
@@ -84,6 +29,7 @@ def _preferred_shape(problem: Any) -> str:
 
 def _analytic(topo: Topology, log: Callable[[str], None]) -> dict[str, dict[str, Any]]:
     """Bound and advice for every suite problem at a real shape on every GPU of `topo`, nothing measured."""
+    from pkroof.profilers.analysis import analysis, cheap_workload
     from pkroof.profilers.problems import suite
 
     world = topo.num_gpus
@@ -93,25 +39,17 @@ def _analytic(topo: Topology, log: Callable[[str], None]) -> dict[str, dict[str,
         shape = _preferred_shape(problem)
         params = problem.params(shape)
         try:
-            workload = _cheap_workload(problem, world, params)
+            workload = cheap_workload(problem, world, params)
         except ValueError as e:  # the shape does not divide over this many GPUs
             log(f"{problem.name}: no analytic page on {topo.name} ({e})")
             continue
         if workload is None:
             log(f"{problem.name}: no analytic page on {topo.name} (its reference needs data to trace)")
             continue
-        b = bound(workload, system)
-        summary = bound_to_dict(b, advise(b)) | {"shape": shape}
-        out[problem.name] = {
-            "bound": {"summary": summary, "sweep": _sweep(problem, params, world, system)},
-            "advice": summary["recommendation"],
-            "category": problem.category,
-            "meta": {
-                "doc": problem.summary,
-                "source": problem.source,
-                "command": f"pkroof report --topology {topo.name} (analytic: bound and advice, not measured)",
-            },
-        }
+        a = analysis(problem, params, world, system, workload=workload)
+        a["bound"]["summary"]["shape"] = shape
+        a["meta"]["command"] = f"pkroof report --topology {topo.name} (analytic: bound and advice, not measured)"
+        out[problem.name] = a
     return out
 
 
@@ -143,9 +81,10 @@ def report(
     for name, a in analyses.items():
         bounds[name], advice[name], categories[name], meta[name] = a["bound"], a["advice"], a["category"], a["meta"]
     for name in dict.fromkeys(r["problem"] for r in found):
-        first = next(r for r in found if r["problem"] == name)
-        try:
-            a = _analysis(name, first, topo, log)
+        mine = [r for r in found if r["problem"] == name]
+        stored = next((r["analysis"] for r in mine if isinstance(r.get("analysis"), dict)), None)
+        try:  # what the profiler stored with the reference needs no torch; else trace the problem now
+            a = stored or _analysis(name, mine[0], topo)
         except ValueError as e:  # an unknown problem or a world size the topology lacks: a page without a bound
             log(f"{name}: no bound on {topo.name} ({e})")
             continue

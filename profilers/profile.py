@@ -12,6 +12,7 @@ from pkroof.rooflines.units import fmt_bytes, fmt_s
 from pkroof.topology import resolve
 
 from . import records
+from .analysis import analysis
 from .problems import Problem, load
 from .run import Job, finish, resolve_impl, run_job
 
@@ -95,7 +96,8 @@ def profile(
     written = []
     for problem, name in zip(loaded, problems, strict=True):
         params = problem.params(shape, overrides)
-        b: Bound = bound(workload_of(problem, world, params), topo.system(world))
+        workload = workload_of(problem, world, params)
+        b: Bound = bound(workload, topo.system(world))
         reference_s = None
         peers = [n for n, b in BUILTIN_IMPLS.items() if problem.name in b.problems] if backend == "nccl" else []
         chosen = [i for i in impls if i != "reference" and not (backend == "gloo" and i in BUILTIN_IMPLS)]
@@ -113,6 +115,8 @@ def profile(
                 continue
             result = run_job(job, timeout_s)
             result["comm_bytes"] = sum(op.size_bytes for op in b.workload.comm)  # nccl-tests' size convention
+            if impl == "reference":  # the report's page data, so a report of these results needs no torch
+                result["analysis"] = analysis(problem, params, world, topo.system(world), workload=workload)
             pair = REFERENCE_PAIR if impl == "reference" else declared(resolve_impl(problem, impl))
             if pair:
                 predicted = b.prediction(Mechanism(pair["mechanism"]), Schedule(pair["schedule"]))

@@ -93,3 +93,43 @@ def test_report_run_without_gpus_is_one_line_and_exit_1(tmp_path, monkeypatch):
     assert result.exit_code == 1
     assert result.stderr.count("\n") == 1 and "no NVIDIA GPU found" in result.stderr
     assert not (tmp_path / "r").exists()  # no half-made report
+
+
+def test_recorded_results_render_without_torch(tmp_path):
+    """The profiler stores each problem's analysis with its reference, so a laptop without torch can report."""
+    import subprocess
+    import sys
+
+    from pkroof.profilers.profile import profile
+
+    profile(
+        [PROBLEM],
+        impls=[],
+        world_size=2,
+        shape=None,
+        overrides={},
+        out_dir=tmp_path / "res",
+        timeout_s=60,
+        resume=False,
+        topology="h200x2",
+        log=lambda m: None,
+    )
+    stored = json.loads((tmp_path / "res" / "results.jsonl").read_text().splitlines()[0])
+    assert stored["analysis"]["bound"]["summary"]["t_roof_s"] == pytest.approx(stored["t_roof_s"])
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'torch':\n"
+        "            raise ImportError('blocked ' + name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from pathlib import Path\n"
+        "from pkroof.report import report\n"
+        f"results = Path({str(tmp_path / 'res' / 'results.jsonl')!r})\n"
+        f"report([results], topology='h200x2', out=Path({str(tmp_path / 'r')!r}))\n"
+        "print('torch' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "False"
+    assert any(p.name.startswith("problem-") for p in (tmp_path / "r").iterdir())
