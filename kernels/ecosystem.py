@@ -28,7 +28,11 @@ def _symmetric_copy(x: Any) -> Any:
     key = (tuple(x.shape), x.dtype, x.device)
     if key not in _BUFFERS:
         buf = symm_mem.empty(x.shape, dtype=x.dtype, device=x.device)
-        symm_mem.rendezvous(buf, _group_name())
+        try:
+            symm_mem.rendezvous(buf, _group_name())
+        except RuntimeError:  # older torch: the group must be enabled for symmetric memory first
+            symm_mem.enable_symm_mem_for_group(_group_name())
+            symm_mem.rendezvous(buf, _group_name())
         _BUFFERS[key] = buf
     buf = _BUFFERS[key]
     buf.copy_(x)
