@@ -134,22 +134,26 @@ def profile(
 @app.command()
 def report(
     results: Annotated[list[Path] | None, typer.Argument(help="results.jsonl files written by pkroof profile")] = None,
-    topology: Topo = "h200x2",
+    topology: Annotated[
+        str | None, typer.Option("--topology", "-t", help="preset or topology file (default: h200x2 and all presets)")
+    ] = None,
     out: Annotated[Path, typer.Option(help="report folder (replaced whole)")] = Path("pkroof-report"),
     fmt: Annotated[str, typer.Option("--format", help="html, csv, json or parquet")] = "html",
     run: Annotated[bool, typer.Option("--run", help="on a GPU node: probe, profile the suite, then report")] = False,
 ) -> None:
     """An HTML report: an index, a page per problem with its roofline, and the topology's page."""
+    from pkroof.report import main_job, run_all
     from pkroof.report import report as run_report
-    from pkroof.report import run_all
 
     if fmt not in ("html", "csv", "json", "parquet"):
         _fail(f"--format takes html, csv, json or parquet, got {fmt!r}")
     try:
         if run:
             written = run_all(out, log=typer.echo)
+        elif not results and topology is None and fmt == "html":
+            written = main_job(out, log=typer.echo)
         else:
-            written = run_report(results or [], topology=topology, out=out, fmt=fmt, log=typer.echo)
+            written = run_report(results or [], topology=topology or "h200x2", out=out, fmt=fmt, log=typer.echo)
     except ValueError as e:
         _fail(str(e))
     except RuntimeError as e:  # the probe's ProbeError: no GPU, no torch, a rank that failed

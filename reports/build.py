@@ -62,15 +62,17 @@ def _pages(
     advice: Mapping[str, Any],
     categories: Mapping[str, str],
     problems_meta: Mapping[str, Any],
+    others: Mapping[str, str] | None = None,
+    assets: str = "",
 ) -> list[Path]:
+    """Every page of one topology's report into `out` (plotly.min.js is `assets` away, written by the caller)."""
     table = frames.records_frame(records)
     index = frames.index_frame(table, categories=categories, advice=advice)
     analytic = frames.analytic_rows(bounds, advice, categories, measured=index["problem"])
     if len(analytic):  # problems bounded but not measured: their roofline and advice, no measurements
         index = pd.concat([index, analytic], ignore_index=True) if len(index) else analytic
     pages = {name: f"problem-{slug(name)}.html" for name in dict.fromkeys(index["problem"])}
-    written = {"plotly.min.js": plotly.offline.get_plotlyjs()}
-    written["index.html"] = html.index_page(index, pages=pages, topology=topology.name)
+    written = {"index.html": html.index_page(index, pages=pages, topology=topology.name, others=others, assets=assets)}
     for name, page in pages.items():
         written[page] = html.problem_page(
             name,
@@ -78,8 +80,10 @@ def _pages(
             bound=bounds.get(name),
             advice=advice.get(name),
             meta=problems_meta.get(name),
+            assets=assets,
         )
-    written["topology.html"] = html.topology_page(topology)
+    written["topology.html"] = html.topology_page(topology, assets=assets)
+    out.mkdir(parents=True, exist_ok=True)
     for file_name, text in written.items():
         (out / file_name).write_text(text, encoding="utf-8")
     return [Path(n) for n in written]
@@ -94,8 +98,12 @@ def write_report(
     advice: Mapping[str, Any],
     categories: Mapping[str, str],
     problems_meta: Mapping[str, Any],
+    others: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[Path]:
     """Build the report in a temporary sibling folder, then swap it in: a reader sees the old one or the new one.
+
+    `others` maps another machine's name to the same keyword arguments for its own report (usually analytic:
+    no records), written under presets/<name>/ and linked from the index.
 
     An existing `out_dir` is replaced whole, but only if it is empty or a report this function wrote.
     """
@@ -105,6 +113,7 @@ def write_report(
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     new = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
     try:
+        links = {name: f"presets/{slug(name)}/index.html" for name in (others or {})}
         names = _pages(
             new,
             topology=topology,
@@ -113,7 +122,13 @@ def write_report(
             advice=advice,
             categories=categories,
             problems_meta=problems_meta,
+            others=links,
         )
+        (new / "plotly.min.js").write_text(plotly.offline.get_plotlyjs(), encoding="utf-8")
+        names.append(Path("plotly.min.js"))
+        for name, sub in (others or {}).items():  # analytic reports of other machines, sharing plotly.min.js
+            folder = Path("presets") / slug(name)
+            names += [folder / n for n in _pages(new / folder, **sub, assets="../../")]
         (new / MARKER).write_text("pkroof report\n")
         new.chmod(0o755)  # mkdtemp makes it 0700
     except BaseException:

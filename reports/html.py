@@ -123,7 +123,7 @@ document.querySelectorAll("table.sortable").forEach(table => {
 BASE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{ title }} · pkroof</title><style>{{ style }}</style>
-<script src="plotly.min.js"></script></head>
+<script src="{{ assets }}plotly.min.js"></script></head>
 <body><nav><a href="index.html">pkroof report</a><a href="topology.html">topology</a></nav><main>
 {% block body %}{% endblock %}
 </main><script>{{ sort_js }}</script></body></html>
@@ -164,6 +164,9 @@ Fraction of roofline = t_roof / t_measured (higher is better): <span class="pill
 <h2>Pages</h2>
 <ul>{% for name, page in pages.items() %}<li><a href="{{ page }}">{{ name }}</a></li>{% endfor %}
 <li><a href="topology.html">topology: {{ topology }}</a></li></ul>
+{% if others %}<h2>Other machines</h2>
+<p class="sub">Analytic: each problem's roofline and advice on the machine's preset, nothing measured there.</p>
+<ul>{% for name, page in others.items() %}<li><a href="{{ page }}">{{ name }}</a></li>{% endfor %}</ul>{% endif %}
 {% endblock %}"""
 
 PROBLEM = """{% extends "base" %}{% block body %}
@@ -319,8 +322,10 @@ _ENV.filters |= {
 TERMS = (("compute_s", "compute"), ("hbm_s", "HBM"), ("link_s", "link"), ("latency_s", "latency"))
 
 
-def _render(template: str, title: str, **context: Any) -> str:
-    return _ENV.get_template(template).render(title=title, style=Markup(STYLE), sort_js=Markup(SORT_JS), **context)
+def _render(template: str, title: str, *, assets: str = "", **context: Any) -> str:
+    """`assets`: the relative path from the page to the folder holding plotly.min.js ("" or "../../")."""
+    page = _ENV.get_template(template)
+    return page.render(title=title, style=Markup(STYLE), sort_js=Markup(SORT_JS), assets=assets, **context)
 
 
 def figure_html(fig: go.Figure, div_id: str) -> Markup:
@@ -343,11 +348,16 @@ def index_page(
     *,
     pages: Mapping[str, str],
     topology: str,
+    others: Mapping[str, str] | None = None,
+    assets: str = "",
 ) -> str:
-    """The index: the histogram and a sortable table of problems; `pages` maps a problem name to its file name."""
+    """The index: the histogram and a sortable table of problems; `pages` maps a problem name to its file name,
+    `others` another machine's name to its own (analytic) report's index, relative to this one."""
     return _render(
         "index",
         "report",
+        assets=assets,
+        others=others or {},
         index=_rows(index),
         problems=sorted(set(index["problem"])),
         pages=pages,
@@ -376,6 +386,7 @@ def problem_page(
     bound: Mapping[str, Any] | None = None,
     advice: Mapping[str, Any] | None = None,
     meta: Mapping[str, Any] | None = None,
+    assets: str = "",
 ) -> str:
     """One problem: its bound, the roofline chart, the implementations, the advice and the environment.
 
@@ -387,6 +398,7 @@ def problem_page(
     return _render(
         "problem",
         name,
+        assets=assets,
         name=name,
         meta=meta,
         summary=bound.get("summary") or {},
@@ -496,7 +508,7 @@ def _charts(topology: Topology) -> list[tuple[str, list[Markup]]]:
     return out
 
 
-def topology_page(topology: Topology) -> str:
+def topology_page(topology: Topology, *, assets: str = "") -> str:
     """The node diagram, health flags, mechanism latencies and fits, bandwidth charts, measured vs nominal."""
     mechanisms = []
     for name, spec in topology.mechanisms.items():
@@ -507,6 +519,7 @@ def topology_page(topology: Topology) -> str:
     return _render(
         "topology",
         f"topology {topology.name}",
+        assets=assets,
         t=topology,
         svg=topology_svg(topology),
         mechanisms=mechanisms,

@@ -133,3 +133,51 @@ def test_recorded_results_render_without_torch(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "False"
     assert any(p.name.startswith("problem-") for p in (tmp_path / "r").iterdir())
+
+
+def _links_resolve(root: Path) -> None:
+    import re
+
+    for page in root.rglob("*.html"):
+        for href in re.findall(r'href="([^"#]+)"', page.read_text()):
+            assert (page.parent / href).resolve().exists(), (page, href)
+
+
+def test_the_main_job_renders_h200x2_and_every_other_preset(tmp_path):
+    out = tmp_path / "main"
+    result = CliRunner().invoke(app, ["report", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    from pkroof.topology import PRESETS
+
+    assert {p.name for p in (out / "presets").iterdir()} == {n for n in PRESETS if n != "h200x2"}
+    assert len(list(out.rglob("plotly.min.js"))) == 1  # one copy, shared by the preset pages
+    sub = (out / "presets" / "hgx-b200-8" / "index.html").read_text()
+    assert 'src="../../plotly.min.js"' in sub
+    assert 'href="presets/hgx-b200-8/index.html"' in (out / "index.html").read_text()
+    _links_resolve(out)
+
+
+def test_the_main_job_runs_without_torch(tmp_path):
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'torch':\n"
+        "            raise ImportError('blocked ' + name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import importlib.util\n"
+        "importlib.util.find_spec = lambda name, *a: None if name == 'torch' else _find(name, *a)\n"
+        "from pathlib import Path\n"
+        "from pkroof.report import main_job\n"
+        f"main_job(Path({str(tmp_path / 'm')!r}), log=print)\n"
+    )
+    code = code.replace("import importlib.util\n", "import importlib.util\n_find = importlib.util.find_spec\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "built-in workloads only" in done.stdout
+    pages = {p.name for p in (tmp_path / "m").glob("problem-*.html")}
+    assert "problem-gemm-reduce-scatter.html" in pages and "problem-all-reduce.html" in pages
+    _links_resolve(tmp_path / "m")
