@@ -92,3 +92,16 @@ def test_page_renders_its_charts_without_console_errors(report, kind, tmp_path):
     shot = SCREENSHOTS / f"{kind}.png"
     taken = _chromium(page, tmp_path / "profile2", f"--screenshot={shot}")
     assert taken.returncode == 0 and shot.stat().st_size > 10_000
+
+
+def test_a_preset_page_of_the_main_report_finds_the_shared_plotly(tmp_path):
+    out = tmp_path / "main"
+    result = CliRunner().invoke(app, ["report", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    page = out / "presets" / "hgx-h100-8" / "problem-gemm-reduce-scatter.html"
+    dom = _chromium(page, tmp_path / "profile", "--dump-dom")
+    errors = [line for line in dom.stderr.splitlines() if "CONSOLE" in line and ("Uncaught" in line or "ERROR" in line)]
+    assert errors == [] and dom.stdout.count('class="main-svg"') >= 1  # ../../plotly.min.js loaded and drew
+    shot = SCREENSHOTS / "preset-problem.png"
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    assert _chromium(page, tmp_path / "profile2", f"--screenshot={shot}").returncode == 0
