@@ -1,0 +1,35 @@
+"""The profiler on GPUs (the 2xH200 node): references and torch's fast paths checked, timed under CUDA graphs,
+never faster than their roofline, with the model's prediction error for the reference (NCCL, serial)."""
+
+import pytest
+
+pytestmark = [pytest.mark.gpu, pytest.mark.multigpu]
+
+
+def test_references_and_torch_fast_paths_on_gpus(tmp_path):
+    from pkroof.profilers.profile import profile
+
+    lines = []
+    written = profile(
+        ["all-reduce", "gemm-reduce-scatter", "all-gather-gemm"],
+        impls=[],
+        world_size=2,
+        shape=None,
+        overrides={},
+        out_dir=tmp_path,
+        timeout_s=120,
+        resume=False,
+        topology="h200x2",
+        log=lines.append,
+    )
+    by = {(r["problem"], r["impl"]): r for r in written}
+    assert ("all-reduce", "torch-symm-mem-one-shot") in by  # the fast paths ran as peers, unasked
+    assert ("gemm-reduce-scatter", "torch-fused-matmul-reduce-scatter") in by
+    for (problem, impl), r in by.items():
+        assert r["status"] == "correct", (problem, impl, r.get("message"))
+        assert r["environment"]["backend"] == "nccl" and r["environment"]["driver"]
+        assert r["median_s"] >= r["t_roof_s"] * 0.95, (problem, impl)  # no correct run beats the roof (5% noise)
+        assert 0 < r["fraction_of_roofline"] <= 1.05
+    reference = by[("all-reduce", "reference")]
+    assert (reference["mechanism"], reference["schedule"]) == ("nccl", "serial")
+    assert "prediction_error" in reference
