@@ -19,7 +19,7 @@ def main(name: str) -> None:
     system = topology.system()
     curves = {c.name: c for c in topology.probe.curves}
     sizes = curves["nccl all-reduce"].x
-    print(f"{'':16}" + "".join(f"{fmt_bytes(s):>9}" for s in sizes))
+    print(f"{'':20}" + "".join(f"{fmt_bytes(s):>9}" for s in sizes))
     for kind in ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "send-recv"):
         curve = curves[f"nccl {kind}"]
         errors = []
@@ -27,7 +27,8 @@ def main(name: str) -> None:
             predicted = bound(build(kind, system.world_size, "bf16", size=int(size)), system)
             t = predicted.prediction(Mechanism.NCCL, Schedule.SERIAL).t_s
             errors.append((measured - t) / t)
-        print(f"{"nccl " + kind:16}" + "".join(f"{e:>+9.0%}" for e in errors))
+        label = f"nccl {kind}"
+        print(f"{label:20}" + "".join(f"{e:>+9.0%}" for e in errors))
     for mechanism, curve_name in (
         ("copy-engine", "copy-engine pull"),
         ("sm-load", "sm-load pull"),
@@ -39,7 +40,7 @@ def main(name: str) -> None:
             (m - model.time_s(s, system.sm_count)) / model.time_s(s, system.sm_count)
             for s, m in zip(curve.x, curve.median_s, strict=True)
         ]
-        print(f"{mechanism:16}" + "".join(f"{e:>+9.0%}" for e in errors))
+        print(f"{mechanism:20}" + "".join(f"{e:>+9.0%}" for e in errors))
 
 
 if __name__ == "__main__":
