@@ -83,6 +83,10 @@ def topology_text(t: Topology) -> str:
             ]
         )
     lines += ["", _table(["mechanism", "available", "latency", "peak", "per CTA", "CTAs for 90%", "basis, note"], rows)]
+    for name, m in t.mechanisms.items():
+        if m.collectives:
+            fits = (f"{k} {fmt_s(c.latency_s)} + {fmt_Bps(c.peak_bandwidth_Bps)}" for k, c in m.collectives.items())
+            lines.append(f"  {name} per collective (α + link rate): " + "; ".join(fits))
     lines += ["", "sources:"] + [f"  {k} ({v.basis}): {v.cite}" for k, v in t.sources.items()]
     return "\n".join(lines)
 

@@ -121,14 +121,16 @@ def bandwidth_figure(curves: pd.DataFrame, model: pd.DataFrame, *, mechanism: st
     """One mechanism's samples (median, p10–p90 error bars) and its model line, against size or CTA count."""
     fig = go.Figure()
     samples = curves[(curves["mechanism"] == mechanism) & (curves["sweep"] == sweep)]
+    colors = {}
     for i, (curve, frame) in enumerate(samples.groupby("curve", sort=True)):
+        colors[curve] = PALETTE[i % len(PALETTE)]
         fig.add_trace(
             go.Scatter(
                 x=frame["x"],
                 y=frame["bandwidth_Bps"],
                 name=html.escape(str(curve)),
                 mode="markers",
-                marker={"size": 7, "color": PALETTE[i % len(PALETTE)]},
+                marker={"size": 7, "color": colors[curve]},
                 error_y={
                     "type": "data",
                     "symmetric": False,
@@ -142,14 +144,15 @@ def bandwidth_figure(curves: pd.DataFrame, model: pd.DataFrame, *, mechanism: st
             )
         )
     fitted = model[(model["mechanism"] == mechanism) & (model["sweep"] == sweep)]
-    for basis, frame in fitted.groupby("basis", sort=True):
+    lines = list(fitted.groupby(["basis", "curve"], sort=True))
+    for (basis, curve), frame in lines:  # several fits (NCCL: one per collective) take their samples' colour
         fig.add_trace(
             go.Scatter(
                 x=frame["x"],
                 y=frame["bandwidth_Bps"],
                 mode="lines",
-                name=f"model ({basis})",
-                line={"color": "#111827", "width": 2},
+                name=f"model ({basis})" if len(lines) == 1 else html.escape(f"model ({basis}): {curve}"),
+                line={"color": colors.get(curve, "#111827") if len(lines) > 1 else "#111827", "width": 2},
                 hovertemplate="model %{y:.3s}B/s at %{x:.3s}<extra></extra>",
             )
         )

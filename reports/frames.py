@@ -7,10 +7,12 @@ A field that is missing or not a number (a corrupted record) becomes NaN (number
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+
+from pkroof.topology.from_probe import nccl_link
 
 if TYPE_CHECKING:
     from pkroof.topology import Topology
@@ -225,35 +227,45 @@ def curves_frame(topology: Topology) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(CURVE_COLUMNS))
 
 
-MODEL_COLUMNS = ("mechanism", "basis", "sweep", "x", "bandwidth_Bps")
+MODEL_COLUMNS = ("mechanism", "curve", "basis", "sweep", "x", "bandwidth_Bps")
 
 
-def _models(topology: Topology) -> list[tuple[str, str, float, float, float | None]]:
-    """(mechanism, basis, α, β_peak, β_cta) from the probe's fits; without a probe, from the mechanism specs."""
+def _models(topology: Topology) -> list[tuple[str, str, str, float, float, float | None]]:
+    """(mechanism, curve, basis, α, β_peak, β_cta) from the probe's fits; without a probe, from the specs."""
     if topology.probe is not None:
         return [
-            (f.mechanism, "fit", f.latency_s, f.peak_bandwidth_Bps, f.per_cta_bandwidth_Bps)
+            (f.mechanism, f.curve, "fit", f.latency_s, f.peak_bandwidth_Bps, f.per_cta_bandwidth_Bps)
             for f in topology.probe.fits
         ]
     return [
-        (name, "spec", m.latency_s, m.peak_bandwidth_Bps, m.per_cta_bandwidth_Bps)
+        (name, name, "spec", m.latency_s, m.peak_bandwidth_Bps, m.per_cta_bandwidth_Bps)
         for name, m in topology.mechanisms.items()
         if m.available
     ]
 
 
 def model_frame(topology: Topology, sizes: Iterable[float], ctas: Iterable[int]) -> pd.DataFrame:
-    """The topology's own fitted model at the given x: size sweeps S / (α + S/β); CTA sweeps min(k·β_cta, β_peak).
+    """The topology's own fitted model at the given x: size sweeps S / (α + L(S)/β); CTA sweeps min(k·β_cta, β_peak).
 
+    L(S) is the link bytes of one call: S for a point-to-point copy; for an NCCL fit, its collective's link bytes
+    on the node's ranks (β is a link rate), so the line is in the same S/t units as the samples it was fitted to.
     basis is "fit" (the probe's fits) or "spec" (a topology without a probe: its mechanism specs).
     """
     sizes, ctas = list(sizes), list(ctas)
     rows = []
-    for mechanism, basis, alpha, peak, per_cta in _models(topology):
-        rows += [(mechanism, basis, "size", s, s / (alpha + s / peak)) for s in sizes]
+    for mechanism, curve, basis, alpha, peak, per_cta in _models(topology):
+        link = _link_bytes(mechanism, curve, topology.gpus_per_node)
+        rows += [(mechanism, curve, basis, "size", s, s / (alpha + link(s) / peak)) for s in sizes]
         if per_cta is not None:
-            rows += [(mechanism, basis, "ctas", k, min(k * per_cta, peak)) for k in ctas]
+            rows += [(mechanism, curve, basis, "ctas", k, min(k * per_cta, peak)) for k in ctas]
     return pd.DataFrame(rows, columns=list(MODEL_COLUMNS))
+
+
+def _link_bytes(mechanism: str, curve: str, world: int) -> Callable[[float], float]:
+    if mechanism == "nccl" and curve.startswith("nccl "):
+        kind = curve.removeprefix("nccl ")
+        return lambda s: nccl_link(kind, s, world)[0]
+    return lambda s: s
 
 
 ROOFLINE_COLUMNS = ("x", "x_kind", "series", "kind", "t_s")

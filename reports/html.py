@@ -45,6 +45,8 @@ def _sort_key(value: Any) -> str:
 
 def _value(name: str, value: Any) -> str:
     """A topology field formatted by the unit its name carries."""
+    if isinstance(value, dict) and name == "collectives":
+        return ", ".join(f"{k} α {fmt_s(c.latency_s)} {fmt_Bps(c.peak_bandwidth_Bps)}" for k, c in value.items())
     if isinstance(value, dict):
         return ", ".join(f"{k} {fmt_flops(v)}" for k, v in value.items())
     if name.endswith("_flops"):

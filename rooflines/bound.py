@@ -33,7 +33,7 @@ _ALGORITHMS = {
 _NCCL_P2P = frozenset({Collective.ALL_TO_ALL, Collective.GATHER, Collective.SCATTER, Collective.SEND_RECV})
 
 
-def _algorithms(mechanism: Mechanism, kind: Collective) -> tuple[Algorithm, ...]:
+def algorithms_for(mechanism: Mechanism, kind: Collective) -> tuple[Algorithm, ...]:
     if mechanism is Mechanism.NCCL and kind in _NCCL_P2P:
         return (Algorithm.ONE_SHOT,)
     return _ALGORITHMS[mechanism]
@@ -87,7 +87,8 @@ def _cost(
     """Cheapest algorithm of mechanism `m` for `op` with `num_ctas` CTAs; None if `m` cannot do it."""
     best: OpCost | None = None
     size = op.size_bytes * read_multiplier
-    for alg in _algorithms(m.mechanism, op.kind):
+    m = m.for_collective(op.kind.value)
+    for alg in algorithms_for(m.mechanism, op.kind):
         tiers = _op_traffic(op, system, alg, size)
         if tiers is None:
             continue
@@ -156,8 +157,9 @@ def _link_floor(op: CommOp, system: System) -> _LinkFloor:
     """The fewest bytes at the best peak of any available mechanism, and the cheapest chain of steps."""
     best: _LinkFloor | None = None
     latency = float("inf")
-    for m in system.available:
-        for alg in _algorithms(m.mechanism, op.kind):
+    for general in system.available:
+        m = general.for_collective(op.kind.value)
+        for alg in algorithms_for(m.mechanism, op.kind):
             tiers = _op_traffic(op, system, alg, op.size_bytes)
             if tiers is None:
                 continue

@@ -190,3 +190,27 @@ def test_more_bandwidth_is_never_slower(system, name, scale, factor):
     for p in fast.predictions:
         q = slow.prediction(p.mechanism, p.schedule)
         assert p.t_s <= q.t_s * (1 + 1e-9), (p.mechanism, p.schedule)
+
+
+def _with_nccl_fits(system, *fits):
+    nccl = dataclasses.replace(system.mechanisms[Mechanism.NCCL], collective_fits=fits)
+    return dataclasses.replace(system, mechanisms={**system.mechanisms, Mechanism.NCCL: nccl})
+
+
+def test_nccl_charges_a_collective_its_own_fit():
+    system = _with_nccl_fits(make_system(), ("all-gather", 1e-6, 150e9))
+    # ring all-gather on 8 ranks: 7 steps × 1 µs (no step latency set: α again) + 7/8·S at 150 GB/s
+    ag = bound(build("all-gather", 8, size=S), system).prediction(Mechanism.NCCL, Schedule.SERIAL)
+    assert ag.t_s == pytest.approx(7 * 1e-6 + 7 / 8 * S / 150e9)
+    # all-reduce has no fit of its own: 2·7 steps × 3 µs + 2·7/8·S at the general 300 GB/s
+    ar = bound(build("all-reduce", 8, size=S), system).prediction(Mechanism.NCCL, Schedule.SERIAL)
+    assert ar.t_s == pytest.approx(14 * 3e-6 + 2 * 7 / 8 * S / 300e9)
+
+
+def test_a_collective_fit_faster_than_every_mechanism_moves_the_roof():
+    # a 600 GB/s all-gather beats the 400 GB/s peak of the others: the roof must use it, or NCCL would beat it
+    system = _with_nccl_fits(make_system(), ("all-gather", 0.1e-6, 600e9))
+    b = bound(build("all-gather", 8, size=S), system)
+    assert b.link_bandwidth_Bps == pytest.approx(600e9)
+    assert b.t_latency_s == pytest.approx(7 * 0.1e-6)  # 7 ring steps at 0.1 µs beat one 2 µs step
+    assert all(p.t_s >= b.t_roof_s * (1 - 1e-12) for p in b.predictions)

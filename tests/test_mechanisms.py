@@ -35,3 +35,15 @@ def test_efficient_size_is_nine_alpha_beta_at_ninety_percent():
 
 def test_steps_multiply_alpha():
     assert TMA.time_s(0, 4, num_steps=3) == pytest.approx(3 * 2e-6)
+
+
+def test_a_collective_measured_on_its_own_uses_its_own_fit():
+    nccl = TransferModel(Mechanism.NCCL, True, 3e-6, 300e9, 300e9 / 16, 16, 0.5e-6, (("all-gather", 2e-6, 240e9),))
+    ag = nccl.for_collective("all-gather")
+    assert (ag.latency_s, ag.peak_bandwidth_Bps, ag.step_latency_s) == (2e-6, 240e9, 0.5e-6)
+    # β_cta scales with β_peak, so the same 16 channels still saturate: 16 × 240/16 GB/s = 240 GB/s
+    assert ag.per_cta_bandwidth_Bps == pytest.approx(240e9 / 16)
+    assert ag.bandwidth_Bps(16) == pytest.approx(240e9)
+    # 1 GiB in 3 dependent steps: 2 µs + 2 × 0.5 µs + 2^30 / 240 GB/s
+    assert ag.time_s(2**30, 16, num_steps=3) == pytest.approx(3e-6 + 2**30 / 240e9)
+    assert nccl.for_collective("all-reduce") is nccl  # no fit of its own: the general model

@@ -40,9 +40,22 @@ def test_no_measured_rate_exceeds_the_raw_nvlink_rate():
             assert max(_bandwidth(curve, i) for i in range(len(curve.x))) < limit, name
 
 
+# Link bytes of one NCCL call of size S on 2 ranks (nccl-tests' size convention), as the model charges NCCL:
+# ring all-reduce 2(n−1)/n·S = S; ring all-gather and reduce-scatter (n−1)/n·S = S/2; all-to-all sends the
+# (n−1)/n of its buffer that is not its own = S/2; send/recv the whole message S.
+NCCL_LINK_SCALE_2 = {
+    "nccl all-reduce": 1.0,
+    "nccl all-gather": 0.5,
+    "nccl reduce-scatter": 0.5,
+    "nccl all-to-all": 0.5,
+    "nccl send-recv": 1.0,
+}
+
+
 def test_fits_on_recorded_samples():
-    fits = {f.mechanism: f for f in fit_curves(RECORDED.probe.curves, 2)[0]}
-    assert set(fits) == {"copy-engine", "sm-load", "sm-store", "tma", "nccl"}
+    all_fits = fit_curves(RECORDED.probe.curves, 2)[0]
+    fits = {f.curve if f.mechanism == "nccl" else f.mechanism: f for f in all_fits}
+    assert set(fits) == {"copy-engine", "sm-load", "sm-store", "tma", *NCCL_LINK_SCALE_2}
     ce = fits["copy-engine"]
     # at 1 GiB α (µs) is negligible against ms: β is within a few percent of S/t there
     assert ce.peak_bandwidth_Bps == pytest.approx(_bandwidth(CURVES["copy-engine pull"]), rel=0.05)
@@ -56,14 +69,30 @@ def test_fits_on_recorded_samples():
     assert fits["sm-store"].ctas_for_90pct == first
     for f in fits.values():  # the model is the samples' lower envelope: never slower than any, tight at one
         curve = CURVES[f.curve]
-        scale = 2 * (2 - 1) / 2 if f.mechanism == "nccl" else 1.0  # NCCL: link bytes of a ring all-reduce
+        scale = NCCL_LINK_SCALE_2.get(f.curve, 1.0)
         model = [f.latency_s + scale * s / f.bandwidth_Bps for s in curve.x]
-        assert all(m <= t * (1 + 1e-9) for m, t in zip(model, curve.median_s, strict=True)), f.mechanism
+        assert all(m <= t * (1 + 1e-9) for m, t in zip(model, curve.median_s, strict=True)), f.curve
         assert any(m == pytest.approx(t, rel=1e-9) for m, t in zip(model, curve.median_s, strict=True))
-        assert f.peak_bandwidth_Bps >= max(_bandwidth(curve, i) for i in range(len(curve.x))) * (1 - 1e-9)
-    # NCCL ring all-reduce on 2 ranks puts 2(n−1)/n·S = S on the link
-    nccl = CURVES["nccl all-reduce"]
-    assert fits["nccl"].bandwidth_Bps == pytest.approx(_bandwidth(nccl), rel=0.15)
+        link_rate = max(scale * _bandwidth(curve, i) for i in range(len(curve.x)))
+        assert f.peak_bandwidth_Bps >= link_rate * (1 - 1e-9), f.curve
+    # at 1 GiB the µs of latency vanish: each collective's β is its link rate there, S·scale/t
+    for name, scale in NCCL_LINK_SCALE_2.items():
+        assert fits[name].bandwidth_Bps == pytest.approx(scale * _bandwidth(CURVES[name]), rel=0.05), name
+
+
+def test_measured_nccl_has_a_fit_per_collective():
+    """The general NCCL model is the all-reduce's; every collective the probe timed carries its own α and β."""
+    from pkroof.topology.from_probe import NCCL_STEP_S, refit
+
+    nccl = refit(RECORDED).mechanisms["nccl"]
+    fits = {f.curve.removeprefix("nccl "): f for f in fit_curves(RECORDED.probe.curves, 2)[0] if f.mechanism == "nccl"}
+    assert set(nccl.collectives) == set(fits)
+    assert nccl.peak_bandwidth_Bps == fits["all-reduce"].peak_bandwidth_Bps
+    # a ring all-reduce on 2 ranks is 2(n−1) = 2 dependent steps: fitted latency = α + 1 step
+    assert nccl.collectives["all-reduce"].latency_s == pytest.approx(fits["all-reduce"].latency_s - NCCL_STEP_S)
+    # an all-gather on 2 ranks is n−1 = 1 step, send/recv one: α is the whole fitted latency
+    assert nccl.collectives["all-gather"].latency_s == pytest.approx(fits["all-gather"].latency_s)
+    assert nccl.collectives["send-recv"].peak_bandwidth_Bps == fits["send-recv"].peak_bandwidth_Bps
 
 
 def test_measured_topology_from_recorded_probe_and_nvml():

@@ -110,11 +110,15 @@ def test_curves_frame_has_every_probe_point_and_its_bandwidth():
 def test_model_frame_evaluates_the_topologys_own_fits():
     topology = preset("h200x2")
     model = frames.model_frame(topology, sizes=[4096, 1 << 30], ctas=[1, 8, 132])
+    # NCCL fits are against one call's link bytes on 2 ranks: all-reduce (ring) 2(n−1)/n·S = S, all-gather and
+    # reduce-scatter (ring) and all-to-all (n−1)/n·S = S/2, send/recv S; copies put S on the link
+    link = {"nccl all-gather": 0.5, "nccl reduce-scatter": 0.5, "nccl all-to-all": 0.5}
     for fit in topology.probe.fits:
-        rows = model[(model["mechanism"] == fit.mechanism) & (model["sweep"] == "size")]
-        expected = [s / (fit.latency_s + s / fit.peak_bandwidth_Bps) for s in (4096, 1 << 30)]
+        rows = model[(model["curve"] == fit.curve) & (model["sweep"] == "size")]
+        scale = link.get(fit.curve, 1.0)
+        expected = [s / (fit.latency_s + scale * s / fit.peak_bandwidth_Bps) for s in (4096, 1 << 30)]
         assert list(rows["bandwidth_Bps"]) == pytest.approx(expected)
-        ctas = model[(model["mechanism"] == fit.mechanism) & (model["sweep"] == "ctas")]
+        ctas = model[(model["curve"] == fit.curve) & (model["sweep"] == "ctas")]
         if fit.per_cta_bandwidth_Bps is None:
             assert ctas.empty
         else:

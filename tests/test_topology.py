@@ -88,6 +88,15 @@ def test_file_round_trip(tmp_path):
 # ---- malformed files: one error naming the field ----
 
 
+def _nccl_fit_for(kind, peak_Bps):
+    def mutate(d):
+        nccl = d["mechanisms"]["nccl"]
+        nccl["collectives"] = {kind: {"latency_s": 5e-6, "peak_bandwidth_Bps": peak_Bps}}
+        nccl["sources"]["collectives"] = nccl["sources"]["peak_bandwidth_Bps"]
+
+    return mutate
+
+
 def _broken(mutate):
     data = copy.deepcopy(to_dict(preset("hgx-h100-8")))
     mutate(data)
@@ -105,6 +114,8 @@ def _broken(mutate):
         (lambda d: d["mechanisms"]["tma"].update(peak_bandwidth_Bps=900e9), "exceeds the scale-up link"),
         (lambda d: d["mechanisms"].pop("nccl"), "mechanisms.nccl: missing"),
         (lambda d: d["mechanisms"].update(warp={}), "mechanisms.warp"),
+        (_nccl_fit_for("all-gathr", 300e9), "mechanisms.nccl.collectives.all-gathr: not a collective"),
+        (_nccl_fit_for("all-gather", -1.0), "mechanisms.nccl.collectives.all-gather.peak_bandwidth_Bps: must be"),
         (lambda d: d["scaleup"].update(links_per_gpu="18"), "scaleup.links_per_gpu: expected a whole number"),
         (lambda d: d["scaleup"].update(kind="infinityfabric"), "scaleup.kind"),
         (lambda d: d["gpu"]["sources"].pop("sm_count"), "gpu.sources.sm_count: missing"),

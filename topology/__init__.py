@@ -1,7 +1,7 @@
 """Topology: the data model, its JSON file, and the embedded presets."""
 
 from .files import SCHEMA, TopologyError, dump, dumps, from_dict, load, to_dict
-from .model import GPU, NIC, MechanismSpec, ScaleUp, Source, Topology, default_nic
+from .model import GPU, NIC, CollectiveFit, MechanismSpec, ScaleUp, Source, Topology, default_nic
 from .presets import PRESETS, preset, resolve
 
 __all__ = [
@@ -9,6 +9,7 @@ __all__ = [
     "NIC",
     "PRESETS",
     "SCHEMA",
+    "CollectiveFit",
     "MechanismSpec",
     "ScaleUp",
     "Source",

@@ -9,9 +9,13 @@ import dataclasses
 import re
 from typing import Any
 
+from pkroof.rooflines import Collective, Mechanism
+from pkroof.rooflines.bound import algorithms_for
+from pkroof.rooflines.collectives import traffic
+
 from .discover import Discovery
 from .fit import CtaFit, SizeFit, efficient_size_bytes, envelope_cta_sweep, envelope_size_sweep
-from .model import GPU, NIC, Curve, Fit, MechanismSpec, Probe, ScaleUp, Source, Topology
+from .model import GPU, NIC, CollectiveFit, Curve, Fit, MechanismSpec, Probe, ScaleUp, Source, Topology
 from .nvml import NA
 
 ARCH = {(8, 0): "ampere", (8, 6): "ampere", (8, 9): "ada", (9, 0): "hopper", (10, 0): "blackwell"}
@@ -19,6 +23,7 @@ NVLINK_LINK_Bps = {"NVLink 3.0": 25e9, "NVLink 4.0": 25e9, "NVLink 5.0": 50e9}  
 NCCL_STEP_S = 0.47e-6  # NCCL's tuning model, ring LL per NVLink step (src/graph/tuning.cc)
 NCCL_CHANNELS = 32
 DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32")
+NCCL_KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "send-recv")  # what the probe times
 NCCL_SOURCES = {
     "nccl-tuning": Source(
         "nominal", "NCCL's own cost model, src/graph/tuning.cc: ring LL protocol latency 0.47 µs per NVLink step"
@@ -68,10 +73,20 @@ def _fit(mechanism: str, size_curve: Curve, cta_curve: Curve | None) -> Fit:
     )
 
 
+def nccl_link(kind: str, size: float, world: int) -> tuple[float, int]:
+    """(link bytes, dependent steps) of one NCCL call of `kind` at `size`: ring for the reductions and all-gather,
+    one direct exchange for all-to-all and send/recv, as the model charges NCCL (rooflines/bound.py)."""
+    collective = Collective(kind)
+    (algorithm,) = algorithms_for(Mechanism.NCCL, collective)
+    t = traffic(collective, algorithm, size, world)
+    assert t is not None, kind
+    return t.bytes, t.num_steps
+
+
 def _nccl_fit(curve: Curve, world: int) -> Fit:
-    """Ring all-reduce: link bytes are 2(n−1)/n·S over 2(n−1) steps, so fit t against the link bytes."""
-    factor = 2 * (world - 1) / world
-    sf = envelope_size_sweep([factor * s for s in curve.x], curve.median_s)
+    """t against the link bytes of one call (ring all-reduce: 2(n−1)/n·S), so β is a link rate like the others."""
+    kind = curve.name.removeprefix("nccl ")
+    sf = envelope_size_sweep([nccl_link(kind, s, world)[0] for s in curve.x], curve.median_s)
     return Fit(
         "nccl",
         curve.name,
@@ -103,9 +118,10 @@ def fit_curves(curves: tuple[Curve, ...], world: int) -> tuple[tuple[Fit, ...], 
         best = max(tma, key=lambda f: f.peak_bandwidth_Bps)
         fits.append(best)
         notes.append(f"tma: the {best.curve.split()[-1]} direction is the faster and is the one modelled")
-    ar = _curve(by_name, "nccl all-reduce")
-    if ar is not None:
-        fits.append(_nccl_fit(ar, world))
+    for kind in NCCL_KINDS:  # all-reduce first: the mechanism's general model comes from it
+        curve = _curve(by_name, f"nccl {kind}")
+        if curve is not None:
+            fits.append(_nccl_fit(curve, world))
     net = _curve(by_name, "network send-recv")
     if net is not None:
         fits.append(_fit("network", net, None))
@@ -204,7 +220,8 @@ def _nic(discovery: Discovery, fits: tuple[Fit, ...], sources: dict[str, Source]
 
 
 def _mechanisms(fits: tuple[Fit, ...], ceilings: dict[str, float], world: int) -> dict[str, MechanismSpec]:
-    by = {f.mechanism: f for f in fits}
+    by = {f.mechanism: f for f in fits if f.mechanism != "nccl"}
+    nccl = {f.curve.removeprefix("nccl "): f for f in fits if f.mechanism == "nccl"}
     step = ceilings.get("flag_one_way_s")
     out: dict[str, MechanismSpec] = {}
     for mech in ("copy-engine", "sm-load", "sm-store", "tma"):
@@ -225,18 +242,19 @@ def _mechanisms(fits: tuple[Fit, ...], ceilings: dict[str, float], world: int) -
             True, f.latency_s, f.peak_bandwidth_Bps, f.per_cta_bandwidth_Bps, 0, note, use_step, src
         )
     out["multimem"] = MechanismSpec(False, 0.0, 0.0, None, note="not measured: NVLink multicast stays off")
-    f = by.get("nccl")
+    f = nccl.get("all-reduce")
     if f is None:
         out["nccl"] = MechanismSpec(False, 0.0, 0.0, None, note="the probe could not measure NCCL")
     else:
-        steps = 2 * (world - 1)
-        alpha = max(f.latency_s - (steps - 1) * NCCL_STEP_S, NCCL_STEP_S)
+        collectives = {kind: _nccl_collective(kind, fit, world) for kind, fit in nccl.items()}
+        alpha = collectives["all-reduce"].latency_s
         src = {
             "latency_s": "probe",
             "peak_bandwidth_Bps": "probe",
             "step_latency_s": "nccl-tuning",
             "per_cta_bandwidth_Bps": "nccl-channels",
             "num_ctas_default": "nccl-channels",
+            "collectives": "probe",
         }
         out["nccl"] = MechanismSpec(
             True,
@@ -244,11 +262,20 @@ def _mechanisms(fits: tuple[Fit, ...], ceilings: dict[str, float], world: int) -
             f.peak_bandwidth_Bps,
             f.peak_bandwidth_Bps / NCCL_CHANNELS,
             NCCL_CHANNELS,
-            f"lower envelope of the ring all-reduce, {world} ranks",
+            f"lower envelope of the ring all-reduce, {world} ranks; each collective the probe timed has its own fit",
             NCCL_STEP_S,
             src,
+            collectives,
         )
     return out
+
+
+def _nccl_collective(kind: str, fit: Fit, world: int) -> CollectiveFit:
+    """The fitted α covers the call's whole chain of steps; the model charges α + (steps − 1)·step, so take the
+    steps NCCL's tuning model charges back off (never below one step)."""
+    _, steps = nccl_link(kind, 1.0, world)
+    alpha = max(fit.latency_s - (steps - 1) * NCCL_STEP_S, NCCL_STEP_S)
+    return CollectiveFit(alpha, fit.peak_bandwidth_Bps)
 
 
 def build_topology(name: str, record: dict[str, Any], discovery: Discovery, probe: Probe) -> Topology:

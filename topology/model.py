@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field, replace
 
-from pkroof.rooflines import Mechanism, System, TransferModel
+from pkroof.rooflines import Collective, Mechanism, System, TransferModel
 
 BASES = ("nominal", "measured")
 SCALEUP_KINDS = ("nvswitch", "nvlink", "pcie")
@@ -99,6 +99,19 @@ class ScaleUp:
 
 
 @dataclass(frozen=True)
+class CollectiveFit:
+    """One collective's own α and peak bandwidth, where it was measured apart from the mechanism's main curve."""
+
+    latency_s: float  # α of its first dependent step (the mechanism's step latency for each one after)
+    peak_bandwidth_Bps: float  # link bytes per second, as for the mechanism
+
+    def __post_init__(self) -> None:
+        for name in ("latency_s", "peak_bandwidth_Bps"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name}: must be positive, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
 class MechanismSpec:
     """One transfer mechanism's model on this node: t(bytes, ctas) = α + bytes / min(ctas·β_cta, β_peak)."""
 
@@ -110,6 +123,7 @@ class MechanismSpec:
     note: str = ""  # why it is unavailable, or how its numbers were derived
     step_latency_s: float | None = None  # each further dependent step of one operation; None: latency_s again
     sources: dict[str, str] = field(default_factory=dict)
+    collectives: dict[str, CollectiveFit] = field(default_factory=dict)  # fitted per collective (NCCL)
 
     def __post_init__(self) -> None:
         if self.available:
@@ -118,6 +132,12 @@ class MechanismSpec:
             _check_record(self, positive=(), sourced=False)
             if not self.note:
                 raise ValueError("note: an unavailable mechanism says why")
+            if self.collectives:
+                raise ValueError("collectives: an unavailable mechanism has no fits")
+        kinds = {c.value for c in Collective}
+        for kind in self.collectives:
+            if kind not in kinds:
+                raise ValueError(f"collectives.{kind}: not a collective (known: {', '.join(sorted(kinds))})")
 
     def model(self, mechanism: Mechanism) -> TransferModel:
         return TransferModel(
@@ -128,6 +148,7 @@ class MechanismSpec:
             self.per_cta_bandwidth_Bps,
             self.num_ctas_default,
             self.step_latency_s,
+            tuple((k, c.latency_s, c.peak_bandwidth_Bps) for k, c in sorted(self.collectives.items())),
         )
 
 
