@@ -85,8 +85,14 @@ def topology_text(t: Topology) -> str:
     lines += ["", _table(["mechanism", "available", "latency", "peak", "per CTA", "CTAs for 90%", "basis, note"], rows)]
     for name, m in t.mechanisms.items():
         if m.collectives:
-            fits = (f"{k} {fmt_s(c.latency_s)} + {fmt_Bps(c.peak_bandwidth_Bps)}" for k, c in m.collectives.items())
-            lines.append(f"  {name} per collective (α + link rate): " + "; ".join(fits))
+            lines.append(
+                f"  {name} per collective (α + link rate per regime, smallest sizes first; the cheapest runs):"
+            )
+            for k, regimes in m.collectives.items():
+                lines.append(
+                    f"    {k}: "
+                    + " | ".join(f"{fmt_s(r.latency_s)} + {fmt_Bps(r.peak_bandwidth_Bps)}" for r in regimes)
+                )
     lines += ["", "sources:"] + [f"  {k} ({v.basis}): {v.cite}" for k, v in t.sources.items()]
     return "\n".join(lines)
 

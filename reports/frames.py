@@ -230,22 +230,24 @@ def curves_frame(topology: Topology) -> pd.DataFrame:
 MODEL_COLUMNS = ("mechanism", "curve", "basis", "sweep", "x", "bandwidth_Bps")
 
 
-def _models(topology: Topology) -> list[tuple[str, str, str, float, float, float | None]]:
-    """(mechanism, curve, basis, α, β_peak, β_cta) from the probe's fits; without a probe, from the specs."""
+def _models(topology: Topology) -> dict[tuple[str, str, str], tuple[list[tuple[float, float]], float | None]]:
+    """(mechanism, curve, basis) → ([(α, β_peak) per regime], β_cta), from the probe's fits or, without a probe,
+    from the mechanism specs. A curve fitted in several regimes (NCCL) runs the cheapest line at each size."""
+    out: dict[tuple[str, str, str], tuple[list[tuple[float, float]], float | None]] = {}
     if topology.probe is not None:
-        return [
-            (f.mechanism, f.curve, "fit", f.latency_s, f.peak_bandwidth_Bps, f.per_cta_bandwidth_Bps)
-            for f in topology.probe.fits
-        ]
-    return [
-        (name, name, "spec", m.latency_s, m.peak_bandwidth_Bps, m.per_cta_bandwidth_Bps)
-        for name, m in topology.mechanisms.items()
-        if m.available
-    ]
+        for f in sorted(topology.probe.fits, key=lambda f: f.regime):
+            lines, _ = out.setdefault((f.mechanism, f.curve, "fit"), ([], f.per_cta_bandwidth_Bps))
+            lines.append((f.latency_s, f.peak_bandwidth_Bps))
+        return out
+    for name, m in topology.mechanisms.items():
+        if m.available:
+            out[(name, name, "spec")] = ([(m.latency_s, m.peak_bandwidth_Bps)], m.per_cta_bandwidth_Bps)
+    return out
 
 
 def model_frame(topology: Topology, sizes: Iterable[float], ctas: Iterable[int]) -> pd.DataFrame:
-    """The topology's own fitted model at the given x: size sweeps S / (α + L(S)/β); CTA sweeps min(k·β_cta, β_peak).
+    """The topology's own fitted model at the given x: size sweeps S / min_r(α_r + L(S)/β_r) over the fit's
+    regimes (one, except NCCL's); CTA sweeps min(k·β_cta, β_peak).
 
     L(S) is the link bytes of one call: S for a point-to-point copy; for an NCCL fit, its collective's link bytes
     on the node's ranks (β is a link rate), so the line is in the same S/t units as the samples it was fitted to.
@@ -253,10 +255,13 @@ def model_frame(topology: Topology, sizes: Iterable[float], ctas: Iterable[int])
     """
     sizes, ctas = list(sizes), list(ctas)
     rows = []
-    for mechanism, curve, basis, alpha, peak, per_cta in _models(topology):
+    for (mechanism, curve, basis), (lines, per_cta) in _models(topology).items():
         link = _link_bytes(mechanism, curve, topology.gpus_per_node)
-        rows += [(mechanism, curve, basis, "size", s, s / (alpha + link(s) / peak)) for s in sizes]
+        for s in sizes:
+            t = min(alpha + link(s) / peak for alpha, peak in lines)
+            rows.append((mechanism, curve, basis, "size", s, s / t))
         if per_cta is not None:
+            peak = max(p for _, p in lines)
             rows += [(mechanism, curve, basis, "ctas", k, min(k * per_cta, peak)) for k in ctas]
     return pd.DataFrame(rows, columns=list(MODEL_COLUMNS))
 

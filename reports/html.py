@@ -43,10 +43,15 @@ def _sort_key(value: Any) -> str:
     return "" if _missing(value) else repr(float(value))
 
 
+def _regimes(regimes: Any) -> str:
+    """A collective's regimes as "α + β" lines, smallest sizes first."""
+    return " | ".join(f"{fmt_s(r.latency_s)} + {fmt_Bps(r.peak_bandwidth_Bps)}" for r in regimes)
+
+
 def _value(name: str, value: Any) -> str:
     """A topology field formatted by the unit its name carries."""
     if isinstance(value, dict) and name == "collectives":
-        return ", ".join(f"{k} α {fmt_s(c.latency_s)} {fmt_Bps(c.peak_bandwidth_Bps)}" for k, c in value.items())
+        return "; ".join(f"{k} {_regimes(rs)}" for k, rs in value.items())
     if isinstance(value, dict):
         return ", ".join(f"{k} {fmt_flops(v)}" for k, v in value.items())
     if name.endswith("_flops"):
@@ -273,7 +278,9 @@ at {{ t.nic.rate_Bps|Bps }} each,
 <th class="num">β per CTA</th>
 <th class="num">CTAs for 90%</th><th class="num">size for 90% of β</th><th class="num">max error (size)</th>
 <th class="num">max error (CTAs)</th></tr></thead><tbody>
-{% for f in t.probe.fits %}<tr><td class="mono">{{ f.mechanism }}</td><td>{{ f.curve }}</td>
+{% for f in t.probe.fits %}<tr><td class="mono">{{ f.mechanism }}</td>
+{% set several = f.regime or (loop.nextitem and loop.nextitem.curve == f.curve) %}
+<td>{{ f.curve }}{% if several %} (regime {{ f.regime + 1 }}){% endif %}</td>
 <td class="num">{{ f.latency_s|seconds }}</td>
 <td class="num">{{ f.bandwidth_Bps|Bps }}</td><td class="num">{{ f.per_cta_bandwidth_Bps|Bps }}</td>
 <td class="num">{{ f.ctas_for_90pct or "—" }}</td>

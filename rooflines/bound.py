@@ -87,17 +87,18 @@ def _cost(
     """Cheapest algorithm of mechanism `m` for `op` with `num_ctas` CTAs; None if `m` cannot do it."""
     best: OpCost | None = None
     size = op.size_bytes * read_multiplier
-    m = m.for_collective(op.kind.value)
     for alg in algorithms_for(m.mechanism, op.kind):
         tiers = _op_traffic(op, system, alg, size)
         if tiers is None:
             continue
+        model = m.for_collective(op.kind.value, tiers.scaleup.bytes)
         net_bw_s, net_lat_s = _network_s(tiers, system)
-        bw_s = max(tiers.scaleup.bytes / m.bandwidth_Bps(num_ctas), net_bw_s)
+        bw_s = max(tiers.scaleup.bytes / model.bandwidth_Bps(num_ctas), net_bw_s)
         if m.mechanism is Mechanism.COPY_ENGINE:
             g = min(op.group_size, system.ranks_per_node)
             bw_s += _local_reduce_bytes(op.kind, alg, size, g) / system.hbm_bandwidth_Bps
-        cost = OpCost(alg, bw_s, m.latency_for(tiers.scaleup.num_steps) + net_lat_s, tiers.scaleup + tiers.scaleout)
+        latency_s = model.latency_for(tiers.scaleup.num_steps) + net_lat_s
+        cost = OpCost(alg, bw_s, latency_s, tiers.scaleup + tiers.scaleout)
         if best is None or cost.total_s < best.total_s:
             best = cost
     return best
@@ -157,12 +158,12 @@ def _link_floor(op: CommOp, system: System) -> _LinkFloor:
     """The fewest bytes at the best peak of any available mechanism, and the cheapest chain of steps."""
     best: _LinkFloor | None = None
     latency = float("inf")
-    for general in system.available:
-        m = general.for_collective(op.kind.value)
-        for alg in algorithms_for(m.mechanism, op.kind):
+    for mechanism in system.available:
+        for alg in algorithms_for(mechanism.mechanism, op.kind):
             tiers = _op_traffic(op, system, alg, op.size_bytes)
             if tiers is None:
                 continue
+            m = mechanism.for_collective(op.kind.value, tiers.scaleup.bytes)
             net_bw_s, net_lat_s = _network_s(tiers, system)
             up_s = tiers.scaleup.bytes / m.peak_bandwidth_Bps
             if net_bw_s > up_s:

@@ -39,28 +39,27 @@ class TransferModel:
     per_cta_bandwidth_Bps: float | None  # β_cta; None for mechanisms that take no SMs
     num_ctas_default: int = 0  # CTAs the mechanism uses when nobody chooses (NCCL's channels); 0 = as many as help
     step_latency_s: float | None = None  # each further dependent step of one operation; None: α again
-    # (collective, α, β_peak) where one collective was measured on its own and differs from the rest (NCCL)
+    # (collective, α, β_peak) where one collective was measured on its own and differs from the rest (NCCL);
+    # several entries for one collective are regimes (protocols): each call runs the cheapest at its size
     collective_fits: tuple[tuple[str, float, float], ...] = ()
 
     @property
     def uses_sms(self) -> bool:
         return self.per_cta_bandwidth_Bps is not None
 
-    def for_collective(self, kind: str) -> TransferModel:
-        """This model as it does `kind`: that collective's own α and β_peak where they were fitted (β_cta scaled
-        with β_peak, so the same CTAs still saturate), the general model otherwise."""
-        for name, latency_s, peak_Bps in self.collective_fits:
-            if name == kind:
-                scale = peak_Bps / self.peak_bandwidth_Bps
-                per_cta = None if self.per_cta_bandwidth_Bps is None else self.per_cta_bandwidth_Bps * scale
-                return dataclasses.replace(
-                    self,
-                    latency_s=latency_s,
-                    peak_bandwidth_Bps=peak_Bps,
-                    per_cta_bandwidth_Bps=per_cta,
-                    collective_fits=(),
-                )
-        return self
+    def for_collective(self, kind: str, num_bytes: float) -> TransferModel:
+        """This model as it moves `num_bytes` of `kind`: that collective's own α and β_peak where it was fitted,
+        in the regime cheapest at that size (β_cta scaled with β_peak, so the same CTAs still saturate); the
+        general model otherwise."""
+        regimes = [(latency_s, peak_Bps) for name, latency_s, peak_Bps in self.collective_fits if name == kind]
+        if not regimes:
+            return self
+        latency_s, peak_Bps = min(regimes, key=lambda r: r[0] + num_bytes / r[1])
+        scale = peak_Bps / self.peak_bandwidth_Bps
+        per_cta = None if self.per_cta_bandwidth_Bps is None else self.per_cta_bandwidth_Bps * scale
+        return dataclasses.replace(
+            self, latency_s=latency_s, peak_bandwidth_Bps=peak_Bps, per_cta_bandwidth_Bps=per_cta, collective_fits=()
+        )
 
     def bandwidth_Bps(self, num_ctas: int | None = None) -> float:
         """Bandwidth with `num_ctas` CTAs moving data; None means as many as it takes to saturate."""

@@ -214,3 +214,14 @@ def test_a_collective_fit_faster_than_every_mechanism_moves_the_roof():
     assert b.link_bandwidth_Bps == pytest.approx(600e9)
     assert b.t_latency_s == pytest.approx(7 * 0.1e-6)  # 7 ring steps at 0.1 µs beat one 2 µs step
     assert all(p.t_s >= b.t_roof_s * (1 - 1e-12) for p in b.predictions)
+
+
+def test_nccl_regimes_are_chosen_by_the_bytes_on_the_link():
+    # regimes (α, β) = (1 µs, 100 GB/s) and (20 µs, 300 GB/s), the cheaper α + x/β at x the link bytes runs; ring
+    # all-reduce on 8 ranks puts x = 2·7/8·S on the link in 14 steps (no step latency set: α per step).
+    # S = 64 KiB: x = 114688 B, 1 µs + x/100e9 = 2.15 µs < 20 µs + x/300e9 = 20.4 µs: the first regime;
+    # S = 1 GiB: x = 1.88 GB, 18.8 ms > 6.28 ms: the second
+    system = _with_nccl_fits(make_system(), ("all-reduce", 1e-6, 100e9), ("all-reduce", 20e-6, 300e9))
+    for size, alpha, beta in ((64 * 1024, 1e-6, 100e9), (S, 20e-6, 300e9)):
+        p = bound(build("all-reduce", 8, size=size), system).prediction(Mechanism.NCCL, Schedule.SERIAL)
+        assert p.t_s == pytest.approx(14 * alpha + 2 * 7 / 8 * size / beta)

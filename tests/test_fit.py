@@ -198,3 +198,33 @@ def test_cta_envelope_is_the_smallest_dominating_model():
     assert fit.peak_bandwidth_Bps == pytest.approx(369e9)
     assert all(min(k * fit.per_cta_bandwidth_Bps, fit.peak_bandwidth_Bps) >= b for k, b in zip(ctas, bws, strict=True))
     assert fit.ctas_for_90pct == math.ceil(0.9 * 369 / 30)
+
+
+def test_regimes_recover_the_lines_a_protocol_switch_makes():
+    from pkroof.topology.fit import envelope_regimes
+
+    # t = min(5 µs + S/100 GB/s, 40 µs + S/400 GB/s): the lines cross at S = 35 µs / (1/100 − 1/400) ns/B ≈ 4.67 MB,
+    # so of the sizes 4 KiB .. 1 GiB (×4) the six up to 4 MiB (4.19 MB) lie on the first line and the four from
+    # 16 MiB on the second, and both lines come back exactly
+    sizes = [4.0**k * 4096 for k in range(10)]
+    times = [min(5e-6 + s / 100e9, 40e-6 + s / 400e9) for s in sizes]
+    regimes = envelope_regimes(sizes, times)
+    assert [(r.latency_s, r.bandwidth_Bps) for r in regimes] == [
+        pytest.approx((5e-6, 100e9)),
+        pytest.approx((40e-6, 400e9)),
+    ]
+    assert regimes[0].max_rel_error == pytest.approx(0, abs=1e-9)
+
+
+def test_one_line_stays_one_regime_and_the_envelope_holds_under_noise():
+    from pkroof.topology.fit import envelope_regimes
+
+    sizes = [4.0**k * 4096 for k in range(10)]
+    (line,) = envelope_regimes(sizes, [3e-6 + s / 300e9 for s in sizes])  # a third line would gain nothing
+    assert (line.latency_s, line.bandwidth_Bps) == (pytest.approx(3e-6), pytest.approx(300e9))
+    rng = np.random.default_rng(7)
+    noisy = [(3e-6 + s / 300e9) * (1 + rng.uniform(0, 0.3)) for s in sizes]
+    regimes = envelope_regimes(sizes, noisy)
+    model = [min(r.latency_s + s / r.bandwidth_Bps for r in regimes) for s in sizes]
+    assert all(m <= t * (1 + 1e-12) for m, t in zip(model, noisy, strict=True))  # never faster than a sample
+    assert 1 <= len(regimes) <= 3

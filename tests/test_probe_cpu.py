@@ -52,11 +52,20 @@ NCCL_LINK_SCALE_2 = {
 }
 
 
+def _regimes(all_fits):
+    """curve name (mechanism name for copies) → its fits, smallest-size regime first."""
+    out = {}
+    for f in sorted(all_fits, key=lambda f: f.regime):
+        out.setdefault(f.curve if f.mechanism == "nccl" else f.mechanism, []).append(f)
+    return out
+
+
 def test_fits_on_recorded_samples():
-    all_fits = fit_curves(RECORDED.probe.curves, 2)[0]
-    fits = {f.curve if f.mechanism == "nccl" else f.mechanism: f for f in all_fits}
-    assert set(fits) == {"copy-engine", "sm-load", "sm-store", "tma", *NCCL_LINK_SCALE_2}
-    ce = fits["copy-engine"]
+    regimes = _regimes(fit_curves(RECORDED.probe.curves, 2)[0])
+    assert set(regimes) == {"copy-engine", "sm-load", "sm-store", "tma", *NCCL_LINK_SCALE_2}
+    assert all(len(fs) == 1 for name, fs in regimes.items() if name not in NCCL_LINK_SCALE_2)  # copies: one line
+    assert all(1 <= len(fs) <= 3 for fs in regimes.values())
+    ce = regimes["copy-engine"][0]
     # at 1 GiB α (µs) is negligible against ms: β is within a few percent of S/t there
     assert ce.peak_bandwidth_Bps == pytest.approx(_bandwidth(CURVES["copy-engine pull"]), rel=0.05)
     # at 4 KiB the transfer term 4 KiB/β is ~10 ns against µs of latency, so t(4 KiB) ≈ α
@@ -66,33 +75,57 @@ def test_fits_on_recorded_samples():
     store = CURVES["sm-store push by CTAs"]
     best = max(_bandwidth(store, i) for i in range(len(store.x)))
     first = next(k for i, k in enumerate(store.x) if _bandwidth(store, i) >= 0.9 * best)
-    assert fits["sm-store"].ctas_for_90pct == first
-    for f in fits.values():  # the model is the samples' lower envelope: never slower than any, tight at one
-        curve = CURVES[f.curve]
-        scale = NCCL_LINK_SCALE_2.get(f.curve, 1.0)
-        model = [f.latency_s + scale * s / f.bandwidth_Bps for s in curve.x]
-        assert all(m <= t * (1 + 1e-9) for m, t in zip(model, curve.median_s, strict=True)), f.curve
-        assert any(m == pytest.approx(t, rel=1e-9) for m, t in zip(model, curve.median_s, strict=True))
+    assert regimes["sm-store"][0].ctas_for_90pct == first
+    # the model, the cheapest regime's line at each size, is the samples' lower envelope: never slower than any
+    # sample, and tight at one
+    for name, fs in regimes.items():
+        curve = CURVES[fs[0].curve]
+        scale = NCCL_LINK_SCALE_2.get(name, 1.0)
+        model = [min(f.latency_s + scale * s / f.bandwidth_Bps for f in fs) for s in curve.x]
+        assert all(m <= t * (1 + 1e-9) for m, t in zip(model, curve.median_s, strict=True)), name
+        assert any(m == pytest.approx(t, rel=1e-9) for m, t in zip(model, curve.median_s, strict=True)), name
         link_rate = max(scale * _bandwidth(curve, i) for i in range(len(curve.x)))
-        assert f.peak_bandwidth_Bps >= link_rate * (1 - 1e-9), f.curve
-    # at 1 GiB the µs of latency vanish: each collective's β is its link rate there, S·scale/t
+        assert max(f.peak_bandwidth_Bps for f in fs) >= link_rate * (1 - 1e-9), name
+        errors = [(t - m) / t for m, t in zip(model, curve.median_s, strict=True)]
+        assert all(f.size_max_rel_error == pytest.approx(max(errors)) for f in fs), name  # the whole model's
+    # at 1 GiB the µs of latency vanish: each collective's largest-size β is its link rate there, S·scale/t
     for name, scale in NCCL_LINK_SCALE_2.items():
-        assert fits[name].bandwidth_Bps == pytest.approx(scale * _bandwidth(CURVES[name]), rel=0.05), name
+        assert regimes[name][-1].bandwidth_Bps == pytest.approx(scale * _bandwidth(CURVES[name]), rel=0.05), name
 
 
-def test_measured_nccl_has_a_fit_per_collective():
-    """The general NCCL model is the all-reduce's; every collective the probe timed carries its own α and β."""
+def test_nccl_regimes_follow_the_samples_closer_than_one_line():
+    """One α-β line per collective misses NCCL's mid sizes (protocol and channel switches); the regimes must not
+    do worse than it anywhere in the worst case, and on the recorded all-gather far better."""
+    from pkroof.topology.fit import envelope_size_sweep
+
+    for name, scale in NCCL_LINK_SCALE_2.items():
+        curve = CURVES[name]
+        link = [scale * s for s in curve.x]
+        one = envelope_size_sweep(link, curve.median_s)
+        fs = _regimes(fit_curves(RECORDED.probe.curves, 2)[0])[name]
+        assert fs[0].size_max_rel_error <= one.max_rel_error + 1e-12, name
+    ag = _regimes(fit_curves(RECORDED.probe.curves, 2)[0])["nccl all-gather"]
+    one = envelope_size_sweep([0.5 * s for s in CURVES["nccl all-gather"].x], CURVES["nccl all-gather"].median_s)
+    assert ag[0].size_max_rel_error < one.max_rel_error / 2
+
+
+def test_measured_nccl_has_regimes_per_collective():
+    """Every collective the probe timed carries its own regimes; the general NCCL model is the all-reduce's."""
     from pkroof.topology.from_probe import NCCL_STEP_S, refit
 
     nccl = refit(RECORDED).mechanisms["nccl"]
-    fits = {f.curve.removeprefix("nccl "): f for f in fit_curves(RECORDED.probe.curves, 2)[0] if f.mechanism == "nccl"}
-    assert set(nccl.collectives) == set(fits)
-    assert nccl.peak_bandwidth_Bps == fits["all-reduce"].peak_bandwidth_Bps
+    regimes = {n.removeprefix("nccl "): fs for n, fs in _regimes(fit_curves(RECORDED.probe.curves, 2)[0]).items()}
+    assert set(nccl.collectives) == {n.removeprefix("nccl ") for n in NCCL_LINK_SCALE_2}
+    ar = regimes["all-reduce"]
+    assert [c.peak_bandwidth_Bps for c in nccl.collectives["all-reduce"]] == [f.peak_bandwidth_Bps for f in ar]
     # a ring all-reduce on 2 ranks is 2(n−1) = 2 dependent steps: fitted latency = α + 1 step
-    assert nccl.collectives["all-reduce"].latency_s == pytest.approx(fits["all-reduce"].latency_s - NCCL_STEP_S)
-    # an all-gather on 2 ranks is n−1 = 1 step, send/recv one: α is the whole fitted latency
-    assert nccl.collectives["all-gather"].latency_s == pytest.approx(fits["all-gather"].latency_s)
-    assert nccl.collectives["send-recv"].peak_bandwidth_Bps == fits["send-recv"].peak_bandwidth_Bps
+    assert nccl.collectives["all-reduce"][0].latency_s == pytest.approx(ar[0].latency_s - NCCL_STEP_S)
+    # general model: the all-reduce's small-size α and large-size β
+    assert nccl.latency_s == nccl.collectives["all-reduce"][0].latency_s
+    assert nccl.peak_bandwidth_Bps == ar[-1].peak_bandwidth_Bps
+    # an all-gather on 2 ranks is n−1 = 1 step: α is the whole fitted latency, regime by regime
+    ag = regimes["all-gather"]
+    assert [c.latency_s for c in nccl.collectives["all-gather"]] == pytest.approx([f.latency_s for f in ag])
 
 
 def test_measured_topology_from_recorded_probe_and_nvml():

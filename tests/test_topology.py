@@ -91,7 +91,7 @@ def test_file_round_trip(tmp_path):
 def _nccl_fit_for(kind, peak_Bps):
     def mutate(d):
         nccl = d["mechanisms"]["nccl"]
-        nccl["collectives"] = {kind: {"latency_s": 5e-6, "peak_bandwidth_Bps": peak_Bps}}
+        nccl["collectives"] = {kind: [{"latency_s": 5e-6, "peak_bandwidth_Bps": peak_Bps}]}
         nccl["sources"]["collectives"] = nccl["sources"]["peak_bandwidth_Bps"]
 
     return mutate
@@ -115,7 +115,7 @@ def _broken(mutate):
         (lambda d: d["mechanisms"].pop("nccl"), "mechanisms.nccl: missing"),
         (lambda d: d["mechanisms"].update(warp={}), "mechanisms.warp"),
         (_nccl_fit_for("all-gathr", 300e9), "mechanisms.nccl.collectives.all-gathr: not a collective"),
-        (_nccl_fit_for("all-gather", -1.0), "mechanisms.nccl.collectives.all-gather.peak_bandwidth_Bps: must be"),
+        (_nccl_fit_for("all-gather", -1.0), "mechanisms.nccl.collectives.all-gather[0].peak_bandwidth_Bps: must"),
         (lambda d: d["scaleup"].update(links_per_gpu="18"), "scaleup.links_per_gpu: expected a whole number"),
         (lambda d: d["scaleup"].update(kind="infinityfabric"), "scaleup.kind"),
         (lambda d: d["gpu"]["sources"].pop("sm_count"), "gpu.sources.sm_count: missing"),

@@ -177,3 +177,38 @@ def envelope_cta_sweep(num_ctas: Sequence[int], bandwidths_Bps: Sequence[float])
     c, p = float(np.max(bws / ctas)), float(np.max(bws))
     max_rel, rms_rel = _relative_errors(np.minimum(ctas * c, p), bws)
     return CtaFit(c, p, math.ceil(0.9 * p / c - 1e-9), max_rel, rms_rel, len(ctas))
+
+
+def envelope_regimes(
+    sizes_bytes: Sequence[float], times_s: Sequence[float], max_regimes: int = 3
+) -> tuple[SizeFit, ...]:
+    """A library that switches protocol with size (NCCL: LL, LL128, Simple, and its channel count) runs the
+    cheapest of several α-β lines: t(S) = min_r (α_r + S/β_r). Split the sweep into at most `max_regimes`
+    contiguous runs of sizes (two samples or more each), take each run's lower envelope, and keep the split whose
+    min-of-lines is closest to the samples at its worst point; fewer regimes win ties within 2 points.
+
+    Each line is at or below its own run's samples, so their minimum is at or below every sample: still an
+    envelope no measurement beats. Returned from the smallest sizes' regime to the largest's. Each SizeFit's
+    errors are those of the whole min-of-lines model over the whole sweep, so they read the same on every regime.
+    """
+    sizes, times = _samples(sizes_bytes, times_s, "sizes_bytes", "times_s")
+    order = np.argsort(sizes)
+    sizes, times = sizes[order], times[order]
+    n = len(sizes)
+    best: dict[int, tuple[float, tuple[SizeFit, ...]]] = {}  # regimes → (worst error, lines)
+    for regimes in range(1, max_regimes + 1):
+        for cuts in itertools.combinations(range(2, n - 1), regimes - 1):
+            bounds = (0, *cuts, n)
+            runs = [(bounds[i], bounds[i + 1]) for i in range(regimes)]
+            if any(len(np.unique(sizes[a:b])) < 2 for a, b in runs):
+                continue
+            lines = [envelope_size_sweep(sizes[a:b], times[a:b]) for a, b in runs]
+            model = np.min([line.latency_s + sizes / line.bandwidth_Bps for line in lines], axis=0)
+            max_rel, rms_rel = _relative_errors(model, times)
+            if regimes not in best or max_rel < best[regimes][0]:
+                best[regimes] = (
+                    max_rel,
+                    tuple(SizeFit(f.latency_s, f.bandwidth_Bps, max_rel, rms_rel, n) for f in lines),
+                )
+    lowest = min(error for error, _ in best.values())
+    return next(lines for _, (error, lines) in sorted(best.items()) if error <= lowest + 0.02)

@@ -14,7 +14,7 @@ from pkroof.rooflines.bound import algorithms_for
 from pkroof.rooflines.collectives import traffic
 
 from .discover import Discovery
-from .fit import CtaFit, SizeFit, efficient_size_bytes, envelope_cta_sweep, envelope_size_sweep
+from .fit import CtaFit, SizeFit, efficient_size_bytes, envelope_cta_sweep, envelope_regimes, envelope_size_sweep
 from .model import GPU, NIC, CollectiveFit, Curve, Fit, MechanismSpec, Probe, ScaleUp, Source, Topology
 from .nvml import NA
 
@@ -83,22 +83,27 @@ def nccl_link(kind: str, size: float, world: int) -> tuple[float, int]:
     return t.bytes, t.num_steps
 
 
-def _nccl_fit(curve: Curve, world: int) -> Fit:
-    """t against the link bytes of one call (ring all-reduce: 2(n−1)/n·S), so β is a link rate like the others."""
+def _nccl_fits(curve: Curve, world: int) -> list[Fit]:
+    """t against the link bytes of one call (ring all-reduce: 2(n−1)/n·S), so β is a link rate like the others;
+    one line per size regime NCCL's protocol and channel choices make (fit.envelope_regimes)."""
     kind = curve.name.removeprefix("nccl ")
-    sf = envelope_size_sweep([nccl_link(kind, s, world)[0] for s in curve.x], curve.median_s)
-    return Fit(
-        "nccl",
-        curve.name,
-        sf.latency_s,
-        sf.bandwidth_Bps,
-        None,
-        sf.bandwidth_Bps,
-        0,
-        efficient_size_bytes(sf),
-        sf.max_rel_error,
-        0.0,
-    )
+    regimes = envelope_regimes([nccl_link(kind, s, world)[0] for s in curve.x], curve.median_s)
+    return [
+        Fit(
+            "nccl",
+            curve.name,
+            sf.latency_s,
+            sf.bandwidth_Bps,
+            None,
+            sf.bandwidth_Bps,
+            0,
+            efficient_size_bytes(sf),
+            sf.max_rel_error,
+            0.0,
+            regime,
+        )
+        for regime, sf in enumerate(regimes)
+    ]
 
 
 def fit_curves(curves: tuple[Curve, ...], world: int) -> tuple[tuple[Fit, ...], list[str]]:
@@ -121,7 +126,7 @@ def fit_curves(curves: tuple[Curve, ...], world: int) -> tuple[tuple[Fit, ...], 
     for kind in NCCL_KINDS:  # all-reduce first: the mechanism's general model comes from it
         curve = _curve(by_name, f"nccl {kind}")
         if curve is not None:
-            fits.append(_nccl_fit(curve, world))
+            fits += _nccl_fits(curve, world)
     net = _curve(by_name, "network send-recv")
     if net is not None:
         fits.append(_fit("network", net, None))
@@ -221,7 +226,9 @@ def _nic(discovery: Discovery, fits: tuple[Fit, ...], sources: dict[str, Source]
 
 def _mechanisms(fits: tuple[Fit, ...], ceilings: dict[str, float], world: int) -> dict[str, MechanismSpec]:
     by = {f.mechanism: f for f in fits if f.mechanism != "nccl"}
-    nccl = {f.curve.removeprefix("nccl "): f for f in fits if f.mechanism == "nccl"}
+    nccl: dict[str, list[Fit]] = {}  # collective → its regimes, smallest sizes first
+    for f in sorted((f for f in fits if f.mechanism == "nccl"), key=lambda f: f.regime):
+        nccl.setdefault(f.curve.removeprefix("nccl "), []).append(f)
     step = ceilings.get("flag_one_way_s")
     out: dict[str, MechanismSpec] = {}
     for mech in ("copy-engine", "sm-load", "sm-store", "tma"):
@@ -242,12 +249,13 @@ def _mechanisms(fits: tuple[Fit, ...], ceilings: dict[str, float], world: int) -
             True, f.latency_s, f.peak_bandwidth_Bps, f.per_cta_bandwidth_Bps, 0, note, use_step, src
         )
     out["multimem"] = MechanismSpec(False, 0.0, 0.0, None, note="not measured: NVLink multicast stays off")
-    f = nccl.get("all-reduce")
-    if f is None:
+    if "all-reduce" not in nccl:
         out["nccl"] = MechanismSpec(False, 0.0, 0.0, None, note="the probe could not measure NCCL")
     else:
-        collectives = {kind: _nccl_collective(kind, fit, world) for kind, fit in nccl.items()}
-        alpha = collectives["all-reduce"].latency_s
+        collectives = {kind: tuple(_nccl_collective(kind, f, world) for f in fs) for kind, fs in nccl.items()}
+        # for collectives the probe did not time: the all-reduce's small-size α and large-size β (optimistic
+        # between its regimes, so the headroom quoted over NCCL there is understated, never overstated)
+        small, large = collectives["all-reduce"][0], collectives["all-reduce"][-1]
         src = {
             "latency_s": "probe",
             "peak_bandwidth_Bps": "probe",
@@ -258,11 +266,12 @@ def _mechanisms(fits: tuple[Fit, ...], ceilings: dict[str, float], world: int) -
         }
         out["nccl"] = MechanismSpec(
             True,
-            alpha,
-            f.peak_bandwidth_Bps,
-            f.peak_bandwidth_Bps / NCCL_CHANNELS,
+            small.latency_s,
+            large.peak_bandwidth_Bps,
+            large.peak_bandwidth_Bps / NCCL_CHANNELS,
             NCCL_CHANNELS,
-            f"lower envelope of the ring all-reduce, {world} ranks; each collective the probe timed has its own fit",
+            f"ring all-reduce, {world} ranks: α of its smallest-size regime, β of its largest; each collective the"
+            " probe timed has its own regimes",
             NCCL_STEP_S,
             src,
             collectives,

@@ -123,7 +123,8 @@ class MechanismSpec:
     note: str = ""  # why it is unavailable, or how its numbers were derived
     step_latency_s: float | None = None  # each further dependent step of one operation; None: latency_s again
     sources: dict[str, str] = field(default_factory=dict)
-    collectives: dict[str, CollectiveFit] = field(default_factory=dict)  # fitted per collective (NCCL)
+    # fitted per collective (NCCL): its regimes, smallest sizes first; each call runs the cheapest line
+    collectives: dict[str, tuple[CollectiveFit, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.available:
@@ -135,9 +136,11 @@ class MechanismSpec:
             if self.collectives:
                 raise ValueError("collectives: an unavailable mechanism has no fits")
         kinds = {c.value for c in Collective}
-        for kind in self.collectives:
+        for kind, regimes in self.collectives.items():
             if kind not in kinds:
                 raise ValueError(f"collectives.{kind}: not a collective (known: {', '.join(sorted(kinds))})")
+            if not regimes:
+                raise ValueError(f"collectives.{kind}: needs at least one regime")
 
     def model(self, mechanism: Mechanism) -> TransferModel:
         return TransferModel(
@@ -148,7 +151,7 @@ class MechanismSpec:
             self.per_cta_bandwidth_Bps,
             self.num_ctas_default,
             self.step_latency_s,
-            tuple((k, c.latency_s, c.peak_bandwidth_Bps) for k, c in sorted(self.collectives.items())),
+            tuple((k, c.latency_s, c.peak_bandwidth_Bps) for k, rs in sorted(self.collectives.items()) for c in rs),
         )
 
 
@@ -210,8 +213,9 @@ class Fit:
     peak_bandwidth_Bps: float
     ctas_for_90pct: int  # 0 for the copy engine
     efficient_size_bytes: float  # smallest message reaching 90% of β: 9·α·β
-    size_max_rel_error: float
+    size_max_rel_error: float  # of the curve's whole model (the minimum over its regimes)
     ctas_max_rel_error: float  # 0 without a CTA sweep
+    regime: int = 0  # several fits of one curve: the library runs the cheapest line (NCCL); 0 = smallest sizes
 
 
 @dataclass(frozen=True)
