@@ -116,6 +116,10 @@ def _broken(mutate):
         (lambda d: d["mechanisms"].update(warp={}), "mechanisms.warp"),
         (_nccl_fit_for("all-gathr", 300e9), "mechanisms.nccl.collectives.all-gathr: not a collective"),
         (_nccl_fit_for("all-gather", -1.0), "mechanisms.nccl.collectives.all-gather[0].peak_bandwidth_Bps: must"),
+        (
+            _nccl_fit_for("all-gather", 900e9),
+            "mechanisms.nccl.collectives.all-gather[0].peak_bandwidth_Bps: 9e+11 exceeds",
+        ),
         (lambda d: d["scaleup"].update(links_per_gpu="18"), "scaleup.links_per_gpu: expected a whole number"),
         (lambda d: d["scaleup"].update(kind="infinityfabric"), "scaleup.kind"),
         (lambda d: d["gpu"]["sources"].pop("sm_count"), "gpu.sources.sm_count: missing"),

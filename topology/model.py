@@ -262,11 +262,17 @@ class Topology:
         for name, spec in self.mechanisms.items():
             if name not in MECHANISMS:
                 raise ValueError(f"mechanisms.{name}: unknown mechanism (known: {', '.join(MECHANISMS)})")
-            if spec.available and spec.peak_bandwidth_Bps > self.scaleup.total_bandwidth_Bps * 1.0001:
-                raise ValueError(
-                    f"mechanisms.{name}.peak_bandwidth_Bps: {spec.peak_bandwidth_Bps:.4g} exceeds the scale-up "
-                    f"link's {self.scaleup.total_bandwidth_Bps:.4g} B/s per direction"
-                )
+            rates = {"peak_bandwidth_Bps": spec.peak_bandwidth_Bps} if spec.available else {}
+            for kind, regimes in spec.collectives.items():
+                rates |= {
+                    f"collectives.{kind}[{i}].peak_bandwidth_Bps": r.peak_bandwidth_Bps for i, r in enumerate(regimes)
+                }
+            for field_name, rate in rates.items():
+                if rate > self.scaleup.total_bandwidth_Bps * 1.0001:
+                    raise ValueError(
+                        f"mechanisms.{name}.{field_name}: {rate:.4g} exceeds the scale-up "
+                        f"link's {self.scaleup.total_bandwidth_Bps:.4g} B/s per direction"
+                    )
         if self.mechanisms["multimem"].available and not self.scaleup.multicast:
             raise ValueError("mechanisms.multimem.available: the scale-up fabric has no multicast")
         if self.nodes > 1 and self.nic is None:
