@@ -157,7 +157,8 @@ def bandwidth_figure(curves: pd.DataFrame, model: pd.DataFrame, *, mechanism: st
             )
         )
     if sweep == "size":
-        return _layout(fig, f"{mechanism}: bandwidth vs size", xaxis=SIZE_AXIS, yaxis=BANDWIDTH_AXIS)
+        what = "bus bandwidth (link bytes / time, as nccl-tests)" if mechanism == "nccl" else "bandwidth"
+        return _layout(fig, f"{mechanism}: {what} vs size", xaxis=SIZE_AXIS, yaxis=BANDWIDTH_AXIS)
     ctas_axis = {"title": "CTAs moving data (count)", "rangemode": "tozero"}
     return _layout(fig, f"{mechanism}: bandwidth vs CTAs", xaxis=ctas_axis, yaxis=BANDWIDTH_AXIS)
 

@@ -202,11 +202,14 @@ CURVE_COLUMNS = (
 
 
 def curves_frame(topology: Topology) -> pd.DataFrame:
-    """Every probe curve point; bandwidth = bytes / median (lo: bytes / p90, hi: bytes / p10). Empty without a probe."""
+    """Every probe curve point; bandwidth = link bytes / median (lo: / p90, hi: / p10), one direction: the size
+    for a copy, a collective's link bytes for NCCL (so its nccl-tests bus bandwidth). Empty without a probe."""
     rows = []
     for c in topology.probe.curves if topology.probe else ():
+        link = _link_bytes(c.mechanism, c.name, topology.gpus_per_node)
         for x, median, p10, p90 in zip(c.x, c.median_s, c.p10_s, c.p90_s, strict=True):
             size = x if c.sweep == "size" else c.size_bytes  # a CTA sweep moves size_bytes at every point
+            moved = link(size)
             rows.append(
                 {
                     "curve": c.name,
@@ -219,9 +222,9 @@ def curves_frame(topology: Topology) -> pd.DataFrame:
                     "median_s": median,
                     "p10_s": p10,
                     "p90_s": p90,
-                    "bandwidth_Bps": size / median,
-                    "bandwidth_lo_Bps": size / p90,
-                    "bandwidth_hi_Bps": size / p10,
+                    "bandwidth_Bps": moved / median,
+                    "bandwidth_lo_Bps": moved / p90,
+                    "bandwidth_hi_Bps": moved / p10,
                 }
             )
     return pd.DataFrame(rows, columns=list(CURVE_COLUMNS))
@@ -246,11 +249,11 @@ def _models(topology: Topology) -> dict[tuple[str, str, str], tuple[list[tuple[f
 
 
 def model_frame(topology: Topology, sizes: Iterable[float], ctas: Iterable[int]) -> pd.DataFrame:
-    """The topology's own fitted model at the given x: size sweeps S / min_r(α_r + L(S)/β_r) over the fit's
+    """The topology's own fitted model at the given x: size sweeps L(S) / min_r(α_r + L(S)/β_r) over the fit's
     regimes (one, except NCCL's); CTA sweeps min(k·β_cta, β_peak).
 
     L(S) is the link bytes of one call: S for a point-to-point copy; for an NCCL fit, its collective's link bytes
-    on the node's ranks (β is a link rate), so the line is in the same S/t units as the samples it was fitted to.
+    on the node's ranks (β is a link rate), the same units as the samples (curves_frame).
     basis is "fit" (the probe's fits) or "spec" (a topology without a probe: its mechanism specs).
     """
     sizes, ctas = list(sizes), list(ctas)
@@ -259,7 +262,7 @@ def model_frame(topology: Topology, sizes: Iterable[float], ctas: Iterable[int])
         link = _link_bytes(mechanism, curve, topology.gpus_per_node)
         for s in sizes:
             t = min(alpha + link(s) / peak for alpha, peak in lines)
-            rows.append((mechanism, curve, basis, "size", s, s / t))
+            rows.append((mechanism, curve, basis, "size", s, link(s) / t))
         if per_cta is not None:
             peak = max(p for _, p in lines)
             rows += [(mechanism, curve, basis, "ctas", k, min(k * per_cta, peak)) for k in ctas]

@@ -104,6 +104,11 @@ def test_curves_frame_has_every_probe_point_and_its_bandwidth():
     cta_curve = next(c for c in topology.probe.curves if c.sweep == "ctas")
     rows = curves[curves["curve"] == cta_curve.name]
     assert list(rows["bandwidth_Bps"]) == [cta_curve.size_bytes / t for t in cta_curve.median_s]
+    # NCCL points are link rates, nccl-tests' bus bandwidth: a ring all-gather on 2 ranks puts (n−1)/n·S = S/2
+    # on the link, so its 1 GiB point is 2^29 B over its median time
+    ag = next(c for c in topology.probe.curves if c.name == "nccl all-gather")
+    rows = curves[curves["curve"] == ag.name]
+    assert list(rows["bandwidth_Bps"])[-1] == pytest.approx(2**29 / ag.median_s[-1])
     assert frames.curves_frame(preset("hgx-h100-8")).empty
 
 
@@ -113,12 +118,14 @@ def test_model_frame_evaluates_the_topologys_own_fits():
     # NCCL fits are against one call's link bytes on 2 ranks: all-reduce (ring) 2(n−1)/n·S = S, all-gather and
     # reduce-scatter (ring) and all-to-all (n−1)/n·S = S/2, send/recv S; copies put S on the link
     link = {"nccl all-gather": 0.5, "nccl reduce-scatter": 0.5, "nccl all-to-all": 0.5}
-    # a curve fitted in several regimes runs the cheapest line at each size: t = min_r(α_r + L(S)/β_r)
+    # a curve fitted in several regimes runs the cheapest line at each size: t = min_r(α_r + L(S)/β_r); the
+    # frame holds the link rate L(S)/t, in the units of the samples
     for fit in topology.probe.fits:
         rows = model[(model["curve"] == fit.curve) & (model["sweep"] == "size")]
         scale = link.get(fit.curve, 1.0)
         regimes = [f for f in topology.probe.fits if f.curve == fit.curve]
-        expected = [s / min(f.latency_s + scale * s / f.peak_bandwidth_Bps for f in regimes) for s in (4096, 1 << 30)]
+        times = [min(f.latency_s + scale * s / f.peak_bandwidth_Bps for f in regimes) for s in (4096, 1 << 30)]
+        expected = [scale * s / t for s, t in zip((4096, 1 << 30), times, strict=True)]
         assert list(rows["bandwidth_Bps"]) == pytest.approx(expected)
         ctas = model[(model["curve"] == fit.curve) & (model["sweep"] == "ctas")]
         if fit.per_cta_bandwidth_Bps is None:
