@@ -204,9 +204,9 @@ CURVE_COLUMNS = (
 def curves_frame(topology: Topology) -> pd.DataFrame:
     """Every probe curve point; bandwidth = link bytes / median (lo: / p90, hi: / p10), one direction: the size
     for a copy, a collective's link bytes for NCCL (so its nccl-tests bus bandwidth). Empty without a probe."""
-    rows = []
+    rows, ranks = [], topology.nodes * topology.gpus_per_node  # NCCL curves span every rank the probe ran
     for c in topology.probe.curves if topology.probe else ():
-        link = _link_bytes(c.mechanism, c.name, topology.gpus_per_node)
+        link = _link_bytes(c.mechanism, c.name, ranks)
         for x, median, p10, p90 in zip(c.x, c.median_s, c.p10_s, c.p90_s, strict=True):
             size = x if c.sweep == "size" else c.size_bytes  # a CTA sweep moves size_bytes at every point
             moved = link(size)
@@ -257,9 +257,9 @@ def model_frame(topology: Topology, sizes: Iterable[float], ctas: Iterable[int])
     basis is "fit" (the probe's fits) or "spec" (a topology without a probe: its mechanism specs).
     """
     sizes, ctas = list(sizes), list(ctas)
-    rows = []
+    rows, ranks = [], topology.nodes * topology.gpus_per_node  # NCCL fits span every rank the probe ran
     for (mechanism, curve, basis), (lines, per_cta) in _models(topology).items():
-        link = _link_bytes(mechanism, curve, topology.gpus_per_node)
+        link = _link_bytes(mechanism, curve, ranks)
         for s in sizes:
             t = min(alpha + link(s) / peak for alpha, peak in lines)
             rows.append((mechanism, curve, basis, "size", s, link(s) / t))

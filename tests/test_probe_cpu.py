@@ -294,3 +294,19 @@ def test_node_notes_name_each_node_and_differences():
     assert notes[0].startswith("node a: 1 active HCA ports") and "GPUDirect RDMA yes" in notes[0]
     assert notes[1] == "node b: 0 active HCA ports (none), GPUDirect RDMA no; GPU0: PCIe gen 3 of 5"
     assert "differ" in notes[2]
+
+
+def test_refit_of_a_multi_node_probe_counts_every_rank():
+    """The rehearsal ran 2 nodes × 1 GPU: NCCL spanned 2 ranks, so refit must size its link bytes for 2 (with
+    1 rank per node, a ring all-reduce of S would put 0 bytes on the link and no line could be fitted)."""
+    from pkroof.topology.from_probe import refit
+
+    path = Path(__file__).parents[1] / "benchmarks" / "data" / "2026-11-30-probe" / "run17-rehearsal.json"
+    rehearsal = load(path)
+    assert (rehearsal.nodes, rehearsal.gpus_per_node) == (2, 1)
+    again = refit(rehearsal)
+    ar = next(c for c in again.probe.curves if c.name == "nccl all-reduce")
+    # ring all-reduce on n = 2 ranks: 2(n−1)/n·S = S on the link; at the largest size latency is a small part
+    fit = max((f for f in again.probe.fits if f.curve == ar.name), key=lambda f: f.regime)
+    assert fit.peak_bandwidth_Bps >= ar.x[-1] / ar.median_s[-1] * (1 - 1e-9)
+    assert again.mechanisms["nccl"].available

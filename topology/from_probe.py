@@ -326,7 +326,7 @@ def refit(topology: Topology) -> Topology:
     """Re-derive the fits and the mechanisms of a probed topology from its recorded curves (after a model change)."""
     if topology.probe is None:
         raise ValueError(f"{topology.name} holds no probe measurements to fit")
-    world = topology.gpus_per_node
+    world = topology.nodes * topology.gpus_per_node  # the ranks the probe ran, as in build_topology
     fits, notes = fit_curves(topology.probe.curves, world)
     probe = dataclasses.replace(
         topology.probe, fits=fits, notes=tuple(n for n in topology.probe.notes if n not in notes) + tuple(notes)
