@@ -310,3 +310,5 @@ def test_refit_of_a_multi_node_probe_counts_every_rank():
     fit = max((f for f in again.probe.fits if f.curve == ar.name), key=lambda f: f.regime)
     assert fit.peak_bandwidth_Bps >= ar.x[-1] / ar.median_s[-1] * (1 - 1e-9)
     assert again.mechanisms["nccl"].available
+    assert "across 2 nodes" in again.mechanisms["nccl"].note  # the cross-node rate says what it is
+    assert "across" not in refit(RECORDED).mechanisms["nccl"].note  # one node: nothing to say

@@ -224,7 +224,7 @@ def _nic(discovery: Discovery, fits: tuple[Fit, ...], sources: dict[str, Source]
     )
 
 
-def _mechanisms(fits: tuple[Fit, ...], ceilings: dict[str, float], world: int) -> dict[str, MechanismSpec]:
+def _mechanisms(fits: tuple[Fit, ...], ceilings: dict[str, float], world: int, nodes: int) -> dict[str, MechanismSpec]:
     by = {f.mechanism: f for f in fits if f.mechanism != "nccl"}
     nccl: dict[str, list[Fit]] = {}  # collective → its regimes, smallest sizes first
     for f in sorted((f for f in fits if f.mechanism == "nccl"), key=lambda f: f.regime):
@@ -271,7 +271,12 @@ def _mechanisms(fits: tuple[Fit, ...], ceilings: dict[str, float], world: int) -
             large.peak_bandwidth_Bps / NCCL_CHANNELS,
             NCCL_CHANNELS,
             f"ring all-reduce, {world} ranks: α of its smallest-size regime, β of its largest; each collective the"
-            " probe timed has its own regimes",
+            " probe timed has its own regimes"
+            + (
+                f"; measured across {nodes} nodes, so a cross-node rate: pessimistic for NCCL within one node"
+                if nodes > 1
+                else ""
+            ),
             NCCL_STEP_S,
             src,
             collectives,
@@ -304,7 +309,7 @@ def build_topology(name: str, record: dict[str, Any], discovery: Discovery, prob
     )
     scaleup = _scaleup(discovery, sources)
     nic = _nic(discovery, probe.fits, sources)
-    mechanisms = _mechanisms(probe.fits, ceilings, world)
+    mechanisms = _mechanisms(probe.fits, ceilings, world, world // local)
     used = {i for r in (gpu, scaleup, nic, *mechanisms.values()) if r is not None for i in r.sources.values()}
     nodes = world // local
     where = f"{nodes} nodes x {local}" if nodes > 1 else f"{world}x"
@@ -331,7 +336,7 @@ def refit(topology: Topology) -> Topology:
     probe = dataclasses.replace(
         topology.probe, fits=fits, notes=tuple(n for n in topology.probe.notes if n not in notes) + tuple(notes)
     )
-    mechanisms = _mechanisms(fits, probe.ceilings, world)
+    mechanisms = _mechanisms(fits, probe.ceilings, world, topology.nodes)
     sources = dict(topology.sources) | NCCL_SOURCES
     records = (topology.gpu, topology.scaleup, topology.nic, *mechanisms.values())
     used = {i for r in records if r is not None for i in r.sources.values()}
