@@ -3,6 +3,7 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._shapes import per_rank
 from pkroof.rooflines.workloads import build
 
 CATEGORY = "tp-gemm"
@@ -19,16 +20,10 @@ SHAPES = {
 }
 
 
-def _per_rank(value, world_size, what):
-    if value % world_size:
-        raise ValueError(f"{what}={value} is not divisible by the world size {world_size}")
-    return value // world_size
-
-
 def inputs(rank, world_size, *, seed, device, tokens, in_features, out_features):
     """A_shard [tokens/P, in_features] (this rank's sequence shard), B [in_features, out_features/P]; bf16."""
-    m_local = _per_rank(tokens, world_size, "tokens")
-    n_local = _per_rank(out_features, world_size, "out_features")
+    m_local = per_rank(tokens, world_size, "tokens")
+    n_local = per_rank(out_features, world_size, "out_features")
     g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
     a = torch.randn(m_local, in_features, generator=g)
     b = torch.randn(in_features, n_local, generator=g) * in_features**-0.5  # keeps C's entries O(1)
@@ -44,12 +39,12 @@ def reference(a_shard, b):
 
 def workload(world_size, *, tokens, in_features, out_features):
     """The built-in all-gather-gemm: m the gathered rows, k the inner dimension, n this rank's output columns."""
-    _per_rank(tokens, world_size, "tokens")
+    per_rank(tokens, world_size, "tokens")
     return build(
         "all-gather-gemm",
         world_size,
         "bf16",
         m=tokens,
-        n=_per_rank(out_features, world_size, "out_features"),
+        n=per_rank(out_features, world_size, "out_features"),
         k=in_features,
     )

@@ -3,6 +3,8 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._shapes import per_rank
+
 CATEGORY = "decode"
 SOURCE = (
     "vllm-project/vllm: vllm/model_executor/layers/linear.py::RowParallelLinear.forward "
@@ -18,15 +20,9 @@ SHAPES = {
 }
 
 
-def _per_rank(value, world_size, what):
-    if value % world_size:
-        raise ValueError(f"{what}={value} is not divisible by the world size {world_size}")
-    return value // world_size
-
-
 def inputs(rank, world_size, *, seed, device, batch, in_features, out_features):
     """x [batch, in_features/P]; weight [out_features, in_features/P] (vLLM's layout, as nn.Linear); bf16."""
-    k_local = _per_rank(in_features, world_size, "in_features")
+    k_local = per_rank(in_features, world_size, "in_features")
     g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
     x = torch.randn(batch, k_local, generator=g)
     weight = torch.randn(out_features, k_local, generator=g) * in_features**-0.5  # the sum over ranks is O(1)

@@ -3,6 +3,7 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._shapes import per_rank
 from pkroof.rooflines.workloads import build
 
 CATEGORY = "tp-gemm"
@@ -19,16 +20,10 @@ SHAPES = {
 }
 
 
-def _per_rank(value, world_size, what):
-    if value % world_size:
-        raise ValueError(f"{what}={value} is not divisible by the world size {world_size}")
-    return value // world_size
-
-
 def inputs(rank, world_size, *, seed, device, tokens, in_features, out_features):
     """A [tokens, in_features/P] (this rank's slice of K), B [in_features/P, out_features]; bf16."""
-    _per_rank(tokens, world_size, "tokens")
-    k_local = _per_rank(in_features, world_size, "in_features")
+    per_rank(tokens, world_size, "tokens")
+    k_local = per_rank(in_features, world_size, "in_features")
     g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
     a = torch.randn(tokens, k_local, generator=g)
     b = torch.randn(k_local, out_features, generator=g) * in_features**-0.5  # the sum over all ranks is O(1)
@@ -45,12 +40,12 @@ def reference(a, b):
 
 def workload(world_size, *, tokens, in_features, out_features):
     """The built-in gemm-reduce-scatter: m×n the full output, k each rank's slice of the inner dimension."""
-    _per_rank(tokens, world_size, "tokens")
+    per_rank(tokens, world_size, "tokens")
     return build(
         "gemm-reduce-scatter",
         world_size,
         "bf16",
         m=tokens,
         n=out_features,
-        k=_per_rank(in_features, world_size, "in_features"),
+        k=per_rank(in_features, world_size, "in_features"),
     )

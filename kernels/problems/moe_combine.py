@@ -3,6 +3,8 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._shapes import per_rank
+
 CATEGORY = "expert-parallel"
 SOURCE = (
     "NVIDIA/Megatron-LM: megatron/core/transformer/moe/token_dispatcher.py::MoEAlltoAllTokenDispatcher "
@@ -19,12 +21,6 @@ SHAPES = {
 }
 
 
-def _per_rank(value, world_size, what):
-    if value % world_size:
-        raise ValueError(f"{what}={value} is not divisible by the world size {world_size}")
-    return value // world_size
-
-
 def _route(g, tokens, num_experts, topk):
     """routing_map [tokens, experts] bool and probs [tokens, experts] fp32 (zero off the map)."""
     top = torch.topk(torch.randn(tokens, num_experts, generator=g), topk, dim=-1)
@@ -35,7 +31,7 @@ def _route(g, tokens, num_experts, topk):
 
 def inputs(rank, world_size, *, seed, device, tokens_per_rank, hidden, num_experts, topk):
     """expert_out [received, hidden] bf16 (grouped by local expert then source rank), routing_map, probs."""
-    local = _per_rank(num_experts, world_size, "num_experts")
+    local = per_rank(num_experts, world_size, "num_experts")
     if topk > num_experts:
         raise ValueError(f"topk={topk} is more than num_experts={num_experts}")
 

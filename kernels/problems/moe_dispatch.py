@@ -3,6 +3,8 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._shapes import per_rank
+
 CATEGORY = "expert-parallel"
 SOURCE = (
     "NVIDIA/Megatron-LM: megatron/core/transformer/moe/token_dispatcher.py::MoEAlltoAllTokenDispatcher "
@@ -19,15 +21,9 @@ SHAPES = {
 }
 
 
-def _per_rank(value, world_size, what):
-    if value % world_size:
-        raise ValueError(f"{what}={value} is not divisible by the world size {world_size}")
-    return value // world_size
-
-
 def inputs(rank, world_size, *, seed, device, tokens_per_rank, hidden, num_experts, topk):
     """hidden [tokens_per_rank, hidden] bf16 and its routing_map [tokens_per_rank, num_experts] bool (topk per row)."""
-    _per_rank(num_experts, world_size, "num_experts")
+    per_rank(num_experts, world_size, "num_experts")
     if topk > num_experts:
         raise ValueError(f"topk={topk} is more than num_experts={num_experts}")
     g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)

@@ -3,6 +3,8 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._shapes import per_rank
+
 CATEGORY = "tp-norm"
 SOURCE = (
     "NVIDIA/Megatron-LM: megatron/core/transformer/transformer_layer.py::TransformerLayer "
@@ -19,15 +21,9 @@ SHAPES = {
 }
 
 
-def _per_rank(value, world_size, what):
-    if value % world_size:
-        raise ValueError(f"{what}={value} is not divisible by the world size {world_size}")
-    return value // world_size
-
-
 def inputs(rank, world_size, *, seed, device, tokens, hidden):
     """partial [tokens, hidden] (row-parallel partial sum), residual [tokens/P, hidden] (this rank's shard), gamma."""
-    t_local = _per_rank(tokens, world_size, "tokens")
+    t_local = per_rank(tokens, world_size, "tokens")
     g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
     partial = torch.randn(tokens, hidden, generator=g) * world_size**-0.5  # the sum over ranks is O(1)
     residual = torch.randn(t_local, hidden, generator=g)

@@ -3,6 +3,8 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._shapes import per_rank
+
 CATEGORY = "sequence-parallel"
 SOURCE = (
     "zhuzilin/ring-flash-attention: ring_flash_attn/ring_flash_attn.py::ring_flash_attn_forward "
@@ -17,15 +19,9 @@ SHAPES = {
 }
 
 
-def _per_rank(value, world_size, what):
-    if value % world_size:
-        raise ValueError(f"{what}={value} is not divisible by the world size {world_size}")
-    return value // world_size
-
-
 def inputs(rank, world_size, *, seed, device, seq, heads, kv_heads, head_dim):
     """q [seq/P, heads, head_dim], k and v [seq/P, kv_heads, head_dim]: this rank's sequence chunk; bf16."""
-    s_local = _per_rank(seq, world_size, "seq")
+    s_local = per_rank(seq, world_size, "seq")
     if heads % kv_heads:
         raise ValueError(f"heads={heads} is not a multiple of kv_heads={kv_heads}")
     g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)

@@ -3,6 +3,8 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._shapes import per_rank
+
 CATEGORY = "tp-gemm"
 SOURCE = (
     "NVIDIA/Megatron-LM: megatron/core/transformer/mlp.py::MLP.forward "
@@ -18,16 +20,10 @@ SHAPES = {
 }
 
 
-def _per_rank(value, world_size, what):
-    if value % world_size:
-        raise ValueError(f"{what}={value} is not divisible by the world size {world_size}")
-    return value // world_size
-
-
 def inputs(rank, world_size, *, seed, device, tokens, hidden, ffn):
     """x_shard [tokens/P, hidden]; w_fc1 [hidden, 2·ffn/P] = [gate | up] of this rank; w_fc2 [ffn/P, hidden]; bf16."""
-    t_local = _per_rank(tokens, world_size, "tokens")
-    f_local = _per_rank(ffn, world_size, "ffn")
+    t_local = per_rank(tokens, world_size, "tokens")
+    f_local = per_rank(ffn, world_size, "ffn")
     g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
     x = torch.randn(t_local, hidden, generator=g)
     w_fc1 = torch.randn(hidden, 2 * f_local, generator=g) * hidden**-0.5

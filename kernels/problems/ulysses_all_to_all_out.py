@@ -3,6 +3,8 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._shapes import per_rank
+
 CATEGORY = "sequence-parallel"
 SOURCE = (
     "deepspeedai/DeepSpeed: deepspeed/sequence/layer.py::_SeqAllToAll "
@@ -16,16 +18,10 @@ SHAPES = {
 }
 
 
-def _per_rank(value, world_size, what):
-    if value % world_size:
-        raise ValueError(f"{what}={value} is not divisible by the world size {world_size}")
-    return value // world_size
-
-
 def inputs(rank, world_size, *, seed, device, seq, heads, head_dim):
     """o [seq, heads/P, head_dim]: attention output for the full sequence and this rank's heads; bf16."""
-    _per_rank(seq, world_size, "seq")
-    h_local = _per_rank(heads, world_size, "heads")
+    per_rank(seq, world_size, "seq")
+    h_local = per_rank(heads, world_size, "heads")
     g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
     return (torch.randn(seq, h_local, head_dim, generator=g).to(device=device, dtype=torch.bfloat16),)
 

@@ -3,6 +3,8 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._shapes import per_rank
+
 CATEGORY = "sequence-parallel"
 SOURCE = (
     "deepspeedai/DeepSpeed: deepspeed/sequence/layer.py::_SeqAllToAll "
@@ -16,17 +18,11 @@ SHAPES = {
 }
 
 
-def _per_rank(value, world_size, what):
-    if value % world_size:
-        raise ValueError(f"{what}={value} is not divisible by the world size {world_size}")
-    return value // world_size
-
-
 def inputs(rank, world_size, *, seed, device, seq, heads, kv_heads, head_dim):
     """q [seq/P, heads, head_dim], k and v [seq/P, kv_heads, head_dim]: this rank's sequence shard; bf16."""
-    s_local = _per_rank(seq, world_size, "seq")
-    _per_rank(heads, world_size, "heads")
-    _per_rank(kv_heads, world_size, "kv_heads")
+    s_local = per_rank(seq, world_size, "seq")
+    per_rank(heads, world_size, "heads")
+    per_rank(kv_heads, world_size, "kv_heads")
     g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
     q = torch.randn(s_local, heads, head_dim, generator=g)
     k = torch.randn(s_local, kv_heads, head_dim, generator=g)

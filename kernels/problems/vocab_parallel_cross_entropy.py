@@ -3,6 +3,8 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._shapes import per_rank
+
 CATEGORY = "vocab-parallel"
 SOURCE = (
     "NVIDIA/Megatron-LM: megatron/core/tensor_parallel/cross_entropy.py::_VocabParallelCrossEntropy.forward "
@@ -18,15 +20,9 @@ SHAPES = {
 }
 
 
-def _per_rank(value, world_size, what):
-    if value % world_size:
-        raise ValueError(f"{what}={value} is not divisible by the world size {world_size}")
-    return value // world_size
-
-
 def inputs(rank, world_size, *, seed, device, tokens, vocab):
     """logits [tokens, vocab/P] bf16 (this rank's vocab range), target [tokens] int64 global token ids."""
-    v_local = _per_rank(vocab, world_size, "vocab")
+    v_local = per_rank(vocab, world_size, "vocab")
     g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
     logits = 2 * torch.randn(tokens, v_local, generator=g)
     shared = torch.Generator(device="cpu").manual_seed(seed * 1000 + SHARED)

@@ -3,6 +3,8 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._shapes import per_rank
+
 CATEGORY = "vocab-parallel"
 SOURCE = (
     "NVIDIA-NeMo/RL: nemo_rl/distributed/model_utils.py::distributed_vocab_topk (top-k candidates all-gathered); "
@@ -19,15 +21,9 @@ SHAPES = {
 }
 
 
-def _per_rank(value, world_size, what):
-    if value % world_size:
-        raise ValueError(f"{what}={value} is not divisible by the world size {world_size}")
-    return value // world_size
-
-
 def inputs(rank, world_size, *, seed, device, tokens, vocab):
     """logits [tokens, vocab/P] bf16 (this rank's vocab range), target [tokens] int64 global token ids."""
-    v_local = _per_rank(vocab, world_size, "vocab")
+    v_local = per_rank(vocab, world_size, "vocab")
     if v_local < TOPK:
         raise ValueError(f"vocab/P={v_local} is fewer than the {TOPK} top entries each rank nominates")
     g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
