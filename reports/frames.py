@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from pkroof.topology.from_probe import nccl_link
+from pkroof.rooflines import Collective
+from pkroof.rooflines.bound import nccl_traffic
 
 if TYPE_CHECKING:
     from pkroof.topology import Topology
@@ -271,8 +272,8 @@ def model_frame(topology: Topology, sizes: Iterable[float], ctas: Iterable[int])
 
 def _link_bytes(mechanism: str, curve: str, world: int) -> Callable[[float], float]:
     if mechanism == "nccl" and curve.startswith("nccl "):
-        kind = curve.removeprefix("nccl ")
-        return lambda s: nccl_link(kind, s, world)[0]
+        kind = Collective(curve.removeprefix("nccl "))
+        return lambda s: nccl_traffic(kind, s, world).bytes
     return lambda s: s
 
 

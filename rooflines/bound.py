@@ -33,10 +33,19 @@ _ALGORITHMS = {
 _NCCL_P2P = frozenset({Collective.ALL_TO_ALL, Collective.GATHER, Collective.SCATTER, Collective.SEND_RECV})
 
 
-def algorithms_for(mechanism: Mechanism, kind: Collective) -> tuple[Algorithm, ...]:
+def _algorithms(mechanism: Mechanism, kind: Collective) -> tuple[Algorithm, ...]:
     if mechanism is Mechanism.NCCL and kind in _NCCL_P2P:
         return (Algorithm.ONE_SHOT,)
     return _ALGORITHMS[mechanism]
+
+
+def nccl_traffic(kind: Collective, size: float, n: int) -> Traffic:
+    """What one NCCL call of `kind` and `size` on `n` ranks of one node puts on the busiest rank's link, as the
+    model charges NCCL (its one algorithm for that kind). Its bytes over a time are nccl-tests' bus bandwidth."""
+    (algorithm,) = _algorithms(Mechanism.NCCL, kind)
+    t = traffic(kind, algorithm, size, n)
+    assert t is not None, kind
+    return t
 
 
 def _local_reduce_bytes(kind: Collective, algorithm: Algorithm, size: float, n: int) -> float:
@@ -87,7 +96,7 @@ def _cost(
     """Cheapest algorithm of mechanism `m` for `op` with `num_ctas` CTAs; None if `m` cannot do it."""
     best: OpCost | None = None
     size = op.size_bytes * read_multiplier
-    for alg in algorithms_for(m.mechanism, op.kind):
+    for alg in _algorithms(m.mechanism, op.kind):
         tiers = _op_traffic(op, system, alg, size)
         if tiers is None:
             continue
@@ -159,7 +168,7 @@ def _link_floor(op: CommOp, system: System) -> _LinkFloor:
     best: _LinkFloor | None = None
     latency = float("inf")
     for mechanism in system.available:
-        for alg in algorithms_for(mechanism.mechanism, op.kind):
+        for alg in _algorithms(mechanism.mechanism, op.kind):
             tiers = _op_traffic(op, system, alg, op.size_bytes)
             if tiers is None:
                 continue

@@ -9,9 +9,8 @@ import dataclasses
 import re
 from typing import Any
 
-from pkroof.rooflines import Collective, Mechanism
-from pkroof.rooflines.bound import algorithms_for
-from pkroof.rooflines.collectives import traffic
+from pkroof.rooflines import Collective
+from pkroof.rooflines.bound import nccl_traffic
 
 from .discover import Discovery
 from .fit import CtaFit, SizeFit, efficient_size_bytes, envelope_cta_sweep, envelope_regimes, envelope_size_sweep
@@ -73,21 +72,11 @@ def _fit(mechanism: str, size_curve: Curve, cta_curve: Curve | None) -> Fit:
     )
 
 
-def nccl_link(kind: str, size: float, world: int) -> tuple[float, int]:
-    """(link bytes, dependent steps) of one NCCL call of `kind` at `size`: ring for the reductions and all-gather,
-    one direct exchange for all-to-all and send/recv, as the model charges NCCL (rooflines/bound.py)."""
-    collective = Collective(kind)
-    (algorithm,) = algorithms_for(Mechanism.NCCL, collective)
-    t = traffic(collective, algorithm, size, world)
-    assert t is not None, kind
-    return t.bytes, t.num_steps
-
-
 def _nccl_fits(curve: Curve, world: int) -> list[Fit]:
     """t against the link bytes of one call (ring all-reduce: 2(n−1)/n·S), so β is a link rate like the others;
     one line per size regime NCCL's protocol and channel choices make (fit.envelope_regimes)."""
-    kind = curve.name.removeprefix("nccl ")
-    regimes = envelope_regimes([nccl_link(kind, s, world)[0] for s in curve.x], curve.median_s)
+    kind = Collective(curve.name.removeprefix("nccl "))
+    regimes = envelope_regimes([nccl_traffic(kind, s, world).bytes for s in curve.x], curve.median_s)
     return [
         Fit(
             "nccl",
@@ -287,7 +276,7 @@ def _mechanisms(fits: tuple[Fit, ...], ceilings: dict[str, float], world: int, n
 def _nccl_collective(kind: str, fit: Fit, world: int) -> CollectiveFit:
     """The fitted α covers the call's whole chain of steps; the model charges α + (steps − 1)·step, so take the
     steps NCCL's tuning model charges back off (never below one step)."""
-    _, steps = nccl_link(kind, 1.0, world)
+    steps = nccl_traffic(Collective(kind), 1.0, world).num_steps
     alpha = max(fit.latency_s - (steps - 1) * NCCL_STEP_S, NCCL_STEP_S)
     return CollectiveFit(alpha, fit.peak_bandwidth_Bps)
 
