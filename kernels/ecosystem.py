@@ -8,8 +8,6 @@ tensors. NVLink multicast stays off (TORCH_SYMM_MEM_DISABLE_MULTICAST=1), so no 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 _BUFFERS: dict[tuple, Any] = {}
@@ -25,14 +23,12 @@ def _symmetric_copy(x: Any) -> Any:
     """A symmetric-memory tensor holding x (one buffer per shape, dtype and device, rendezvoused once)."""
     import torch.distributed._symmetric_memory as symm_mem
 
+    from .symm import _rendezvous
+
     key = (tuple(x.shape), x.dtype, x.device)
     if key not in _BUFFERS:
         buf = symm_mem.empty(x.shape, dtype=x.dtype, device=x.device)
-        try:
-            symm_mem.rendezvous(buf, _group_name())
-        except RuntimeError:  # older torch: the group must be enabled for symmetric memory first
-            symm_mem.enable_symm_mem_for_group(_group_name())
-            symm_mem.rendezvous(buf, _group_name())
+        _rendezvous(buf, _group_name())
         _BUFFERS[key] = buf
     buf = _BUFFERS[key]
     buf.copy_(x)
@@ -56,6 +52,7 @@ def symm_mem_two_shot_all_reduce(x: Any) -> Any:
 def fused_all_gather_matmul(a_shard: Any, b: Any) -> Any:
     """all-gather-gemm's layout: A_shard [m/P, k], B [k, n_local] → C [m, n_local]."""
     import torch
+    import torch.distributed._symmetric_memory  # registers the fused ops under torch.ops.symm_mem
 
     _, outputs = torch.ops.symm_mem.fused_all_gather_matmul(a_shard, [b], 0, _group_name())
     return outputs[0]
@@ -64,20 +61,6 @@ def fused_all_gather_matmul(a_shard: Any, b: Any) -> Any:
 def fused_matmul_reduce_scatter(a: Any, b: Any) -> Any:
     """gemm-reduce-scatter's layout: A [m, k_local], B [k_local, n] → C [m/P, n]."""
     import torch
+    import torch.distributed._symmetric_memory  # registers the fused ops under torch.ops.symm_mem
 
     return torch.ops.symm_mem.fused_matmul_reduce_scatter(a, b, "sum", 0, _group_name())
-
-
-@dataclass(frozen=True)
-class BuiltinImpl:
-    fn: Callable[..., Any]
-    problems: frozenset[str]  # suite problems whose reference it implements
-    needs_gpu: bool = True
-
-
-BUILTIN_IMPLS: dict[str, BuiltinImpl] = {
-    "torch-symm-mem-one-shot": BuiltinImpl(symm_mem_one_shot_all_reduce, frozenset({"all-reduce"})),
-    "torch-symm-mem-two-shot": BuiltinImpl(symm_mem_two_shot_all_reduce, frozenset({"all-reduce"})),
-    "torch-fused-all-gather-matmul": BuiltinImpl(fused_all_gather_matmul, frozenset({"all-gather-gemm"})),
-    "torch-fused-matmul-reduce-scatter": BuiltinImpl(fused_matmul_reduce_scatter, frozenset({"gemm-reduce-scatter"})),
-}

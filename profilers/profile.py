@@ -83,7 +83,7 @@ def profile(
     for problem in loaded:
         for impl in impls:
             resolve_impl(problem, impl)
-    from pkroof.kernels.ecosystem import BUILTIN_IMPLS
+    from pkroof.kernels.registry import BUILTIN_IMPLS
 
     path = out_dir / "results.jsonl"
     existing, unreadable = records.read(path) if resume else ([], [])

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# pkroof's kernels on the 2xH200 node, in one device call:
+#   bash benchmarks/device_run_kernels.sh check    emulated-rank tests + correctness at awkward sizes + fused (small)
+#   bash benchmarks/device_run_kernels.sh time     the issue-5 evidence: collectives at 64 MiB and 256 KiB,
+#                                                  fused GEMMs at llama3-8b-tp2, beside NCCL and torch symm_mem
+# Every step is bounded (timeout) so a hang in one still leaves the others' logs under $OUT.
+set -u
+export PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | grep -v WARNING | tail -2
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv > "$OUT/gpus.csv"
+step() {  # step NAME SECONDS ARGS...: one profile run into $OUT/NAME
+  local name=$1 secs=$2; shift 2
+  echo "== $name: pkroof profile $*"
+  timeout "$secs" python3 -m pkroof profile "$@" --timeout 60 --out "$OUT/$name" 2>&1 \
+    | grep -v -e Warning -e 'return func' | tee "$OUT/$name.log"
+}
+C="all-reduce all-gather reduce-scatter all-to-all"
+F="gemm-reduce-scatter all-gather-gemm gemm-all-reduce"
+if [ "${1:-check}" = check ]; then
+  timeout 170 python3 -m pytest -q -p no:cacheprovider -x tests/test_kernels_gpu.py 2>&1 | tee "$OUT/kernel-tests.log" | tail -25
+  step odd-ar 60 all-reduce --size 1000002  # 500001 elements: not a multiple of the tile nor of 2 ranks
+  step odd 120 all-gather reduce-scatter all-to-all --size 1000004  # chunks of 250001 elements
+  step fused-small 90 $F
+  step big 140 $C --size 64MiB
+else
+  step big 230 $C --size 64MiB
+  step small 170 $C --size 256KiB
+  step fused 170 $F --shape llama3-8b-tp2
+fi

@@ -1,0 +1,302 @@
+"""Collectives over symmetric memory, one Triton kernel for all of them, generic in the world size.
+
+Callers hold ordinary tensors, so one side of every transfer goes through a symmetric buffer:
+
+- pull (sm-load): each rank *stages* its input into its own symmetric buffer, then *consumes* by loading the
+  peers' staged tiles over NVLink;
+- push (sm-store): each rank *stages* by storing its tiles straight into the peers' symmetric inboxes, then
+  *consumes* its own inbox locally.
+
+Work is cut into tiles of BLOCK elements; CTA c owns tiles c, c + grid, ... on every rank, and the same CTA on
+each rank hands its tiles over through the flag slot (c, rank): stage tile k+1, signal it, wait for the
+peers' tile k, consume it, so the wait for one tile overlaps the staging of the next. Staging buffers are
+double-buffered by call parity (a per-CTA counter), so a fast rank's next call never overwrites a tile a slow
+peer is still reading: writing half h again needs the peers to have signalled in the call in between, which
+they do only after finishing the call that read half h.
+
+Index spaces (C = numel / world, the chunk; x is this rank's input):
+  all-reduce   tiles over N       out[i]         = sum_p x_p[i]
+  all-gather   tiles over C       out[p*C + i]   = x_p[i]
+  reduce-scat. tiles over C       out[i]         = sum_p x_p[rank*C + i]
+  all-to-all   tiles over C       out[p*C + i]   = x_p[rank*C + i]
+Sums accumulate in fp32.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+import triton
+import triton.language as tl
+
+from .declare import declare
+from .symm import MAX_CTAS, signal_peers, wait_peers, workspace
+
+ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL = 0, 1, 2, 3
+_NAMES = {ALL_REDUCE: "all-reduce", ALL_GATHER: "all-gather", REDUCE_SCATTER: "reduce-scatter", ALL_TO_ALL: "a2a"}
+
+
+@triton.jit
+def _src_offset(KIND: tl.constexpr, PUSH: tl.constexpr, p, rank, span, chunk):
+    """Where, in rank p's staging buffer (pull) or in my inbox slot p (push), my tile of p's data sits."""
+    if PUSH:
+        return p * span
+    elif (KIND == 2) | (KIND == 3):
+        return rank * chunk  # pull: p staged its whole input; my chunk of it
+    else:
+        return 0
+
+
+@triton.jit
+def _stage(
+    x, stage_table, half, rank, offs, mask, span, chunk, KIND: tl.constexpr, PUSH: tl.constexpr, WORLD: tl.constexpr
+):
+    if PUSH:
+        for p in tl.static_range(WORLD):
+            if p != rank:
+                inbox = tl.load(stage_table + p).to(tl.pointer_type(x.dtype.element_ty)) + half + rank * span
+                if (KIND == 2) | (KIND == 3):
+                    tl.store(inbox + offs, tl.load(x + p * chunk + offs, mask=mask), mask=mask)
+                else:
+                    tl.store(inbox + offs, tl.load(x + offs, mask=mask), mask=mask)
+    else:
+        mine = tl.load(stage_table + rank).to(tl.pointer_type(x.dtype.element_ty)) + half
+        if (KIND == 2) | (KIND == 3):
+            for q in tl.static_range(WORLD):
+                if q != rank:
+                    tl.store(mine + q * chunk + offs, tl.load(x + q * chunk + offs, mask=mask), mask=mask)
+        else:
+            tl.store(mine + offs, tl.load(x + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def _consume(
+    x,
+    out,
+    stage_table,
+    half,
+    rank,
+    offs,
+    mask,
+    span,
+    chunk,
+    KIND: tl.constexpr,
+    PUSH: tl.constexpr,
+    WORLD: tl.constexpr,
+):
+    ty = x.dtype.element_ty
+    if PUSH:
+        base = tl.load(stage_table + rank).to(tl.pointer_type(ty)) + half
+    if (KIND == 0) | (KIND == 2):
+        own = x
+        if KIND == 2:
+            own = x + rank * chunk
+        acc = tl.load(own + offs, mask=mask).to(tl.float32)
+        for p in tl.static_range(WORLD):
+            if p != rank:
+                if not PUSH:
+                    base = tl.load(stage_table + p).to(tl.pointer_type(ty)) + half
+                src = base + _src_offset(KIND, PUSH, p, rank, span, chunk)
+                acc += tl.load(src + offs, mask=mask).to(tl.float32)
+        tl.store(out + offs, acc.to(ty), mask=mask)
+    else:
+        own = x
+        if KIND == 3:
+            own = x + rank * chunk
+        tl.store(out + rank * chunk + offs, tl.load(own + offs, mask=mask), mask=mask)
+        for p in tl.static_range(WORLD):
+            if p != rank:
+                if not PUSH:
+                    base = tl.load(stage_table + p).to(tl.pointer_type(ty)) + half
+                src = base + _src_offset(KIND, PUSH, p, rank, span, chunk)
+                tl.store(out + p * chunk + offs, tl.load(src + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def _exchange_kernel(
+    x,
+    out,
+    stage_table,
+    flag_table,
+    my_flags,
+    epochs,
+    calls,
+    rank,
+    n_tiles,
+    span,
+    chunk,
+    half_size,
+    KIND: tl.constexpr,
+    PUSH: tl.constexpr,
+    WORLD: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    cta = tl.program_id(0)
+    grid = tl.num_programs(0)
+    first = tl.load(epochs + cta)  # flag values first+1, first+2, ... for this CTA's tiles
+    half = (tl.load(calls + cta) % 2) * half_size
+    lanes = tl.arange(0, BLOCK)
+    offs = cta * BLOCK + lanes
+    _stage(x, stage_table, half, rank, offs, offs < span, span, chunk, KIND, PUSH, WORLD)
+    signal_peers(flag_table, cta, rank, first + 1, WORLD)
+    k = 0
+    for tile in range(cta, n_tiles, grid):
+        nxt = tile + grid
+        if nxt < n_tiles:  # stage the next tile before waiting on this one
+            offs_n = nxt * BLOCK + lanes
+            _stage(x, stage_table, half, rank, offs_n, offs_n < span, span, chunk, KIND, PUSH, WORLD)
+            signal_peers(flag_table, cta, rank, first + k + 2, WORLD)
+        wait_peers(my_flags, cta, rank, first + k + 1, WORLD)
+        offs = tile * BLOCK + lanes
+        _consume(x, out, stage_table, half, rank, offs, offs < span, span, chunk, KIND, PUSH, WORLD)
+        k += 1
+    tl.store(epochs + cta, first + k)
+    tl.store(calls + cta, tl.load(calls + cta) + 1)
+
+
+def _block_for(span: int, ctas: int) -> int:
+    """Tile size: ≥ 1024 elements (2 KiB of bf16: 16-byte accesses for every thread of 4 warps), ≤ 8192, and
+    small enough that the tiles spread over the CTAs."""
+    return max(1024, min(8192, triton.next_power_of_2(max(1, span // ctas))))
+
+
+def exchange(
+    kind: int,
+    x: torch.Tensor,
+    *,
+    push: bool,
+    ctas: int,
+    out: torch.Tensor | None = None,
+    group: dist.ProcessGroup | None = None,
+) -> torch.Tensor:
+    """Run one collective of `kind` on this rank's `x` (read as 1-D) into `out` (a new tensor if None)."""
+    ws = workspace(group)
+    x = x.contiguous()
+    layout = Layout.of(kind, x.numel(), ws.world, push)
+    if out is None:
+        out = torch.empty(layout.out_numel, dtype=x.dtype, device=x.device)
+    elif out.numel() != layout.out_numel or not out.is_contiguous():
+        raise ValueError(f"{_NAMES[kind]}: out must be contiguous with {layout.out_numel} elements")
+    _, table = ws.buffer(f"{_NAMES[kind]}-{'push' if push else 'pull'}", 2 * layout.half_size, x.dtype)
+    calls = _calls(ws, ("exchange", kind, push, x.numel(), x.dtype))
+    launch(layout, x, out, table, ws.flag_table, ws.flags, ws.epochs, calls, ws.rank, ctas=ctas)
+    return out
+
+
+@dataclass(frozen=True)
+class Layout:
+    kind: int
+    push: bool
+    world: int
+    span: int  # elements in the tile index space
+    chunk: int  # elements of one rank's chunk (the element stride between rank slots)
+    half_size: int  # elements of one parity half of the symmetric buffer
+    out_numel: int
+
+    @staticmethod
+    def of(kind: int, n: int, world: int, push: bool) -> Layout:
+        if kind != ALL_REDUCE and n % world:
+            raise ValueError(f"{_NAMES[kind]}: {n} elements do not split over {world} ranks")
+        chunk = n // world if kind in (REDUCE_SCATTER, ALL_TO_ALL) else n
+        span = n if kind == ALL_REDUCE else chunk
+        out_numel = {ALL_REDUCE: n, ALL_GATHER: n * world, REDUCE_SCATTER: chunk, ALL_TO_ALL: n}[kind]
+        # per parity: push inboxes hold a slot per source rank; pull stages hold what the peers read
+        half_size = world * span if push else (n if kind in (REDUCE_SCATTER, ALL_TO_ALL) else span)
+        return Layout(kind, push, world, span, chunk, half_size, out_numel)
+
+
+def launch(layout: Layout, x, out, stage_table, flag_table, my_flags, epochs, calls, rank: int, *, ctas: int) -> None:
+    """The kernel for one rank: tables are int64 addresses of every rank's staging buffer and flags (real peers
+    through symmetric memory, or emulated ranks' buffers on one GPU in the tests)."""
+    block = _block_for(layout.span, ctas)
+    n_tiles = triton.cdiv(layout.span, block)
+    grid = min(ctas, n_tiles, MAX_CTAS - 1)
+    _exchange_kernel[(grid,)](
+        x,
+        out,
+        stage_table,
+        flag_table,
+        my_flags,
+        epochs,
+        calls,
+        rank,
+        n_tiles,
+        layout.span,
+        layout.chunk,
+        layout.half_size,
+        KIND=layout.kind,
+        PUSH=layout.push,
+        WORLD=layout.world,
+        BLOCK=block,
+        num_warps=8 if block >= 4096 else 4,
+    )
+
+
+_CALLS: dict[tuple, torch.Tensor] = {}
+
+
+def _calls(ws, key: tuple) -> torch.Tensor:
+    """A per-CTA call counter for one staging buffer (its parity picks the half)."""
+    if key not in _CALLS:
+        _CALLS[key] = torch.zeros(MAX_CTAS, dtype=torch.int32, device=ws.device)
+    return _CALLS[key]
+
+
+# ---- implementations the profiler runs against the suite's problems (see registry in ecosystem.py) --------------
+
+CTAS_LOAD = 64  # the probe on h200x2: SM loads need 32 CTAs for 90% of the link, stores 12 (run 17)
+CTAS_STORE = 32
+
+
+@declare(mechanism="sm-load", schedule="serial", comm_sms=CTAS_LOAD)
+def all_reduce_one_shot_pull(x):
+    return exchange(ALL_REDUCE, x, push=False, ctas=CTAS_LOAD)
+
+
+@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_STORE)
+def all_reduce_one_shot_push(x):
+    return exchange(ALL_REDUCE, x, push=True, ctas=CTAS_STORE)
+
+
+@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_STORE)
+def all_gather_push(shard):
+    return exchange(ALL_GATHER, shard, push=True, ctas=CTAS_STORE)
+
+
+@declare(mechanism="sm-load", schedule="serial", comm_sms=CTAS_LOAD)
+def all_gather_pull(shard):
+    return exchange(ALL_GATHER, shard, push=False, ctas=CTAS_LOAD)
+
+
+@declare(mechanism="sm-load", schedule="serial", comm_sms=CTAS_LOAD)
+def reduce_scatter_pull(x):
+    return exchange(REDUCE_SCATTER, x, push=False, ctas=CTAS_LOAD)
+
+
+@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_STORE)
+def reduce_scatter_push(x):
+    return exchange(REDUCE_SCATTER, x, push=True, ctas=CTAS_STORE)
+
+
+@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_STORE)
+def all_to_all_push(x):
+    return exchange(ALL_TO_ALL, x, push=True, ctas=CTAS_STORE)
+
+
+@declare(mechanism="sm-load", schedule="serial", comm_sms=CTAS_LOAD)
+def all_to_all_pull(x):
+    return exchange(ALL_TO_ALL, x, push=False, ctas=CTAS_LOAD)
+
+
+@declare(mechanism="sm-load", schedule="serial", comm_sms=CTAS_LOAD)
+def all_reduce_two_shot(x):
+    """Reduce-scatter (pull) then all-gather (push) of the reduced chunk: (P-1)/P of the bytes of one-shot's pull
+    per phase, so it wins over one-shot as P grows; sizes not divisible by P are padded."""
+    world = workspace().world
+    pad = -x.numel() % world
+    flat = torch.nn.functional.pad(x.reshape(-1), (0, pad)) if pad else x.reshape(-1)
+    chunk = exchange(REDUCE_SCATTER, flat, push=False, ctas=CTAS_LOAD)
+    full = exchange(ALL_GATHER, chunk, push=True, ctas=CTAS_STORE)
+    return full[: x.numel()].view_as(x)

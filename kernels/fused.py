@@ -1,0 +1,140 @@
+"""Tensor-parallel GEMMs fused with their communication, over symmetric memory (cuBLAS does the math).
+
+Hand-offs between ranks are point-to-point events (kernels/symm.py): READY says "my slot in your inbox is
+written", FREE says "I have consumed what you put in my inbox; you may overwrite it".
+FREE starts with one credit, so the first call never waits for it. Every function waits for its side stream
+before returning, so tensors it used there cannot be recycled early.
+
+- all-gather + GEMM (ce-overlap): the copy engine pushes this rank's A shard to every peer while the SMs
+  multiply the local shard; each peer's shard is multiplied as soon as it has arrived.
+- GEMM + reduce-scatter, ce-overlap: the partial products owed to peers are computed first, each pushed by
+  the copy engine while the next is computed; the local chunk last; then a local sum.
+- GEMM + reduce-scatter, intra-SM: the GEMM's epilogue stores each peer's partial product straight into the
+  peer's inbox over NVLink (cuBLAS writing through the peer mapping), so the stores of one tile overlap the
+  main loop of the next on the same SMs.
+- GEMM + all-reduce, inter-SM: the GEMM runs in row chunks; while chunk i+1 is multiplied, a few CTAs of
+  pkroof's push all-reduce reduce chunk i on a second stream.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import torch
+
+from .collectives import ALL_REDUCE, exchange
+from .declare import declare
+from .symm import workspace
+
+AGG_READY, AGG_FREE, GRS_READY, GRS_FREE = 0, 1, 2, 3
+AR_CHUNKS = 4
+AR_CTAS = 16
+
+_SIDE: dict[int, torch.cuda.Stream] = {}
+
+
+def _side_stream() -> torch.cuda.Stream:
+    device = torch.cuda.current_device()
+    if device not in _SIDE:
+        _SIDE[device] = torch.cuda.Stream()
+    return _SIDE[device]
+
+
+@declare(mechanism="copy-engine", schedule="ce-overlap", comm_sms=0)
+def all_gather_gemm_ce(a_shard, b):
+    """C [P·m_local, n] = all_gather(A_shard) · B; A_shard [m_local, k], B [k, n]."""
+    ws = workspace()
+    world, rank = ws.world, ws.rank
+    m_local, k = a_shard.shape
+    a_shard = a_shard.contiguous()
+    span = m_local * k
+    out = torch.empty(world * m_local, b.shape[1], dtype=a_shard.dtype, device=a_shard.device)
+    main, side = torch.cuda.current_stream(), _side_stream()
+    side.wait_stream(main)
+    with torch.cuda.stream(side):
+        for step in range(1, world):
+            peer = (rank + step) % world
+            ws.wait(AGG_FREE, peer, credit=1)
+            target = ws.peer_view("ag-gemm-inbox", world * span, a_shard.dtype, peer)
+            target[rank * span : (rank + 1) * span].copy_(a_shard.view(-1))
+            ws.signal(AGG_READY, peer)
+    torch.matmul(a_shard, b, out=out[rank * m_local : (rank + 1) * m_local])
+    inbox, _ = ws.buffer("ag-gemm-inbox", world * span, a_shard.dtype)
+    for step in range(1, world):
+        peer = (rank - step) % world  # the order the shards were sent in
+        ws.wait(AGG_READY, peer)
+        shard = inbox[peer * span : (peer + 1) * span].view(m_local, k)
+        torch.matmul(shard, b, out=out[peer * m_local : (peer + 1) * m_local])
+        ws.signal(AGG_FREE, peer)
+    main.wait_stream(side)
+    return out
+
+
+def _gemm_reduce_scatter(a, b, *, epilogue_push: bool):
+    ws = workspace()
+    world, rank = ws.world, ws.rank
+    m, n = a.shape[0], b.shape[1]
+    if m % world:
+        raise ValueError(f"gemm-reduce-scatter: {m} rows do not split over {world} ranks")
+    rows = m // world
+    span = rows * n
+    name = "gemm-rs-inbox"
+    main, side = torch.cuda.current_stream(), _side_stream()
+    partial = torch.empty(world, rows, n, dtype=a.dtype, device=a.device)
+    side.wait_stream(main)
+    for step in range(1, world):
+        peer = (rank + step) % world
+        slot = ws.peer_view(name, world * span, a.dtype, peer)[rank * span : (rank + 1) * span].view(rows, n)
+        mine = a[peer * rows : (peer + 1) * rows]
+        if epilogue_push:
+            ws.wait(GRS_FREE, peer, credit=1)
+            torch.matmul(mine, b, out=slot)
+            ws.signal(GRS_READY, peer)
+        else:
+            torch.matmul(mine, b, out=partial[peer])
+            side.wait_stream(main)
+            with torch.cuda.stream(side):
+                ws.wait(GRS_FREE, peer, credit=1)
+                slot.copy_(partial[peer])
+                ws.signal(GRS_READY, peer)
+    torch.matmul(a[rank * rows : (rank + 1) * rows], b, out=partial[rank])
+    inbox, _ = ws.buffer(name, world * span, a.dtype)
+    out = partial[rank]
+    for step in range(1, world):
+        peer = (rank - step) % world
+        ws.wait(GRS_READY, peer)
+        out = out + inbox[peer * span : (peer + 1) * span].view(rows, n)  # bf16 add, computed in fp32
+        ws.signal(GRS_FREE, peer)
+    main.wait_stream(side)
+    return out
+
+
+@declare(mechanism="copy-engine", schedule="ce-overlap", comm_sms=0)
+def gemm_reduce_scatter_ce(a, b):
+    """C_shard [m/P, n] = this rank's rows of sum_p A_p · B_p; A [m, k_local], B [k_local, n]."""
+    return _gemm_reduce_scatter(a, b, epilogue_push=False)
+
+
+@declare(mechanism="sm-store", schedule="intra-sm", comm_sms=0)
+def gemm_reduce_scatter_epilogue(a, b):
+    """As gemm_reduce_scatter_ce, but the GEMM writes peers' rows straight into their inboxes."""
+    return _gemm_reduce_scatter(a, b, epilogue_push=True)
+
+
+@declare(mechanism="sm-store", schedule="inter-sm", comm_sms=AR_CTAS)
+def gemm_all_reduce_inter_sm(a, b):
+    """C [m, n] = sum_p A_p · B_p on every rank; A [m, k_local], B [k_local, n]."""
+    m, n = a.shape[0], b.shape[1]
+    partial = torch.empty(m, n, dtype=a.dtype, device=a.device)
+    out = torch.empty(m, n, dtype=a.dtype, device=a.device)
+    main, side = torch.cuda.current_stream(), _side_stream()
+    bounds = [m * i // AR_CHUNKS for i in range(AR_CHUNKS + 1)]
+    for lo, hi in itertools.pairwise(bounds):
+        if hi == lo:
+            continue
+        torch.matmul(a[lo:hi], b, out=partial[lo:hi])
+        side.wait_stream(main)
+        with torch.cuda.stream(side):
+            exchange(ALL_REDUCE, partial[lo:hi].view(-1), push=True, ctas=AR_CTAS, out=out[lo:hi].view(-1))
+    main.wait_stream(side)
+    return out

@@ -1,0 +1,84 @@
+"""Built-in implementations the profiler runs beside each problem's reference, unasked (GPUs only).
+
+Each entry names its function as "module:function" and is imported only when it runs, so listing the
+registry needs neither triton nor a GPU. Two families:
+- ecosystem: the fast paths PyTorch ships (kernels/ecosystem.py), the bar pkroof's kernels must clear;
+- pkroof: pkroof's own kernels, one per (mechanism, schedule) they declare (kernels/collectives.py,
+  copy_engine.py, fused.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class BuiltinImpl:
+    target: str  # "pkroof.kernels.module:function"
+    problems: frozenset[str]  # suite problems whose reference it implements
+    family: str  # "ecosystem" or "pkroof"
+    needs_gpu: bool = True
+
+    @property
+    def fn(self) -> Callable[..., Any]:
+        module, _, name = self.target.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+
+def _entries(family: str, module: str, table: dict[str, tuple[str, set[str]]]) -> dict[str, BuiltinImpl]:
+    return {
+        name: BuiltinImpl(f"pkroof.kernels.{module}:{fn}", frozenset(problems), family)
+        for name, (fn, problems) in table.items()
+    }
+
+
+BUILTIN_IMPLS: dict[str, BuiltinImpl] = {
+    **_entries(
+        "ecosystem",
+        "ecosystem",
+        {
+            "torch-symm-mem-one-shot": ("symm_mem_one_shot_all_reduce", {"all-reduce"}),
+            "torch-symm-mem-two-shot": ("symm_mem_two_shot_all_reduce", {"all-reduce"}),
+            "torch-fused-all-gather-matmul": ("fused_all_gather_matmul", {"all-gather-gemm"}),
+            "torch-fused-matmul-reduce-scatter": ("fused_matmul_reduce_scatter", {"gemm-reduce-scatter"}),
+        },
+    ),
+    **_entries(
+        "pkroof",
+        "collectives",
+        {
+            "pkroof-one-shot-pull": ("all_reduce_one_shot_pull", {"all-reduce"}),
+            "pkroof-one-shot-push": ("all_reduce_one_shot_push", {"all-reduce"}),
+            "pkroof-two-shot": ("all_reduce_two_shot", {"all-reduce"}),
+            "pkroof-all-gather-push": ("all_gather_push", {"all-gather"}),
+            "pkroof-all-gather-pull": ("all_gather_pull", {"all-gather"}),
+            "pkroof-reduce-scatter-pull": ("reduce_scatter_pull", {"reduce-scatter"}),
+            "pkroof-reduce-scatter-push": ("reduce_scatter_push", {"reduce-scatter"}),
+            "pkroof-all-to-all-push": ("all_to_all_push", {"all-to-all"}),
+            "pkroof-all-to-all-pull": ("all_to_all_pull", {"all-to-all"}),
+        },
+    ),
+    **_entries(
+        "pkroof",
+        "copy_engine",
+        {
+            "pkroof-all-reduce-ce": ("all_reduce_ce", {"all-reduce"}),
+            "pkroof-all-gather-ce": ("all_gather_ce", {"all-gather"}),
+            "pkroof-reduce-scatter-ce": ("reduce_scatter_ce", {"reduce-scatter"}),
+            "pkroof-all-to-all-ce": ("all_to_all_ce", {"all-to-all"}),
+        },
+    ),
+    **_entries(
+        "pkroof",
+        "fused",
+        {
+            "pkroof-ag-gemm-ce": ("all_gather_gemm_ce", {"all-gather-gemm"}),
+            "pkroof-gemm-rs-ce": ("gemm_reduce_scatter_ce", {"gemm-reduce-scatter"}),
+            "pkroof-gemm-rs-epilogue": ("gemm_reduce_scatter_epilogue", {"gemm-reduce-scatter"}),
+            "pkroof-gemm-ar-inter-sm": ("gemm_all_reduce_inter_sm", {"gemm-all-reduce"}),
+        },
+    ),
+}
