@@ -22,6 +22,10 @@ if [ "${1:-check}" = check ]; then
   step odd 120 all-gather reduce-scatter all-to-all --size 1000004  # chunks of 250001 elements
   step fused-small 90 $F
   step big 140 $C --size 64MiB
+elif [ "$1" = sweep ]; then
+  timeout 130 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py 2>&1 | tee "$OUT/kernel-tests.log" | tail -25
+  timeout 150 python3 benchmarks/kernels_sweep.py 64MiB 256KiB 2>&1 | grep -v Warning | tee "$OUT/sweep.log"
+  step fused 170 $F --shape llama3-8b-tp2
 else
   step big 230 $C --size 64MiB
   step small 170 $C --size 256KiB

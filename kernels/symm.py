@@ -24,7 +24,7 @@ import torch.distributed as dist
 import triton
 import triton.language as tl
 
-MAX_CTAS = 256  # flag slots per source rank; a kernel's grid never exceeds it
+MAX_CTAS = 512  # flag slots per source rank; a kernel's grid never exceeds it
 MAX_POLLS = 1 << 24
 
 
