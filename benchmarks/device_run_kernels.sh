@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # pkroof's kernels on the 2xH200 node, in one device call:
 #   bash benchmarks/device_run_kernels.sh check    emulated-rank tests + correctness at awkward sizes + fused (small)
-#   bash benchmarks/device_run_kernels.sh time     the issue-5 evidence: collectives at 64 MiB and 256 KiB,
-#                                                  fused GEMMs at llama3-8b-tp2, beside NCCL and torch symm_mem
+#   bash benchmarks/device_run_kernels.sh sweep    emulated-rank tests, the CTA sweep, fused GEMMs at llama3-8b-tp2
+#   bash benchmarks/device_run_kernels.sh time     the issue-5 evidence: collectives at 64 MiB and 256 KiB beside
+#                                                  NCCL and torch symm_mem, GEMM + all-reduce, emulated-rank tests
 # Every step is bounded (timeout) so a hang in one still leaves the others' logs under $OUT.
 set -u
 export PYTHONUNBUFFERED=1
@@ -26,8 +27,9 @@ elif [ "$1" = sweep ]; then
   timeout 130 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py 2>&1 | tee "$OUT/kernel-tests.log" | tail -25
   timeout 150 python3 benchmarks/kernels_sweep.py 64MiB 256KiB 2>&1 | grep -v Warning | tee "$OUT/sweep.log"
   step fused 170 $F --shape llama3-8b-tp2
-else
-  step big 230 $C --size 64MiB
-  step small 170 $C --size 256KiB
-  step fused 170 $F --shape llama3-8b-tp2
+else  # time
+  step big 180 $C --size 64MiB
+  step small 160 $C --size 256KiB
+  step gemm-ar 60 gemm-all-reduce --shape llama3-8b-tp2
+  timeout 80 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py 2>&1 | tee "$OUT/kernel-tests.log" | tail -25
 fi

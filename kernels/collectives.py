@@ -100,7 +100,7 @@ def _consume(
                 if not PUSH:
                     base = tl.load(stage_table + p).to(tl.pointer_type(ty)) + half
                 src = base + _src_offset(KIND, PUSH, p, rank, span, chunk)
-                acc += tl.load(src + offs, mask=mask, cache_modifier=".cg").to(tl.float32)
+                acc += tl.load(src + offs, mask=mask).to(tl.float32)
         tl.store(out + offs, acc.to(ty), mask=mask)
     else:
         own = x
@@ -112,39 +112,47 @@ def _consume(
                 if not PUSH:
                     base = tl.load(stage_table + p).to(tl.pointer_type(ty)) + half
                 src = base + _src_offset(KIND, PUSH, p, rank, span, chunk)
-                tl.store(out + p * chunk + offs, tl.load(src + offs, mask=mask, cache_modifier=".cg"), mask=mask)
+                tl.store(out + p * chunk + offs, tl.load(src + offs, mask=mask), mask=mask)
 
 
 @triton.jit
 def _exchange_kernel(
-    x, out, stage_table, flag_table, my_flags, epochs, calls, rank, n_tiles, span, chunk, half_size,
+    x, out, stage_table, flag_table, my_flags, epochs, calls, rank, n_tiles, grid, span, chunk, half_size,
     KIND: tl.constexpr, PUSH: tl.constexpr, WORLD: tl.constexpr, BLOCK: tl.constexpr, SUB: tl.constexpr,
+    PHASE: tl.constexpr,
 ):  # fmt: skip
-    # a tile is SUB blocks of BLOCK elements: one flag hand-off per tile, 16-byte accesses within a block
+    # a tile is SUB blocks of BLOCK elements: one flag hand-off per tile, 16-byte accesses within a block.
+    # PHASE 0 is the real thing; 1 (stage only) and 2 (consume only) skip the flags, so the tests can run
+    # emulated ranks one after another on one GPU: every rank's phase 1, then every rank's phase 2.
     cta = tl.program_id(0)
-    grid = tl.num_programs(0)
     first = tl.load(epochs + cta)  # flag values first+1, first+2, ... for this CTA's tiles
     half = (tl.load(calls + cta) % 2) * half_size
     lanes = tl.arange(0, BLOCK)
-    for s in range(SUB):
-        offs = cta * (SUB * BLOCK) + s * BLOCK + lanes
-        _stage(x, stage_table, half, rank, offs, offs < span, span, chunk, KIND, PUSH, WORLD)
-    signal_peers(flag_table, cta, rank, first + 1, WORLD)
+    if PHASE != 2:
+        for s in range(SUB):
+            offs = cta * (SUB * BLOCK) + s * BLOCK + lanes
+            _stage(x, stage_table, half, rank, offs, offs < span, span, chunk, KIND, PUSH, WORLD)
+    if PHASE == 0:
+        signal_peers(flag_table, cta, rank, first + 1, WORLD)
     k = 0
     for tile in range(cta, n_tiles, grid):
         nxt = tile + grid
-        if nxt < n_tiles:  # stage the next tile before waiting on this one
+        if (nxt < n_tiles) & (PHASE != 2):  # stage the next tile before waiting on this one
             for s in range(SUB):
                 offs = nxt * (SUB * BLOCK) + s * BLOCK + lanes
                 _stage(x, stage_table, half, rank, offs, offs < span, span, chunk, KIND, PUSH, WORLD)
-            signal_peers(flag_table, cta, rank, first + k + 2, WORLD)
-        wait_peers(my_flags, cta, rank, first + k + 1, WORLD)
-        for s in range(SUB):
-            offs = tile * (SUB * BLOCK) + s * BLOCK + lanes
-            _consume(x, out, stage_table, half, rank, offs, offs < span, span, chunk, KIND, PUSH, WORLD)
+            if PHASE == 0:
+                signal_peers(flag_table, cta, rank, first + k + 2, WORLD)
+        if PHASE == 0:
+            wait_peers(my_flags, cta, rank, first + k + 1, WORLD)
+        if PHASE != 1:
+            for s in range(SUB):
+                offs = tile * (SUB * BLOCK) + s * BLOCK + lanes
+                _consume(x, out, stage_table, half, rank, offs, offs < span, span, chunk, KIND, PUSH, WORLD)
         k += 1
-    tl.store(epochs + cta, first + k)
-    tl.store(calls + cta, tl.load(calls + cta) + 1)
+    if PHASE != 1:  # a call ends after its consume phase
+        tl.store(epochs + cta, first + k)
+        tl.store(calls + cta, tl.load(calls + cta) + 1)
 
 
 def _tiling(span: int, ctas: int) -> tuple[int, int]:
@@ -201,9 +209,11 @@ class Layout:
         return Layout(kind, push, world, span, chunk, half_size, out_numel)
 
 
-def launch(layout: Layout, x, out, stage_table, flag_table, my_flags, epochs, calls, rank: int, *, ctas: int) -> None:
+def launch(
+    layout: Layout, x, out, stage_table, flag_table, my_flags, epochs, calls, rank: int, *, ctas: int, phase: int = 0
+) -> None:
     """The kernel for one rank: tables are int64 addresses of every rank's staging buffer and flags (real peers
-    through symmetric memory, or emulated ranks' buffers on one GPU in the tests)."""
+    through symmetric memory, or emulated ranks' buffers on one GPU in the tests, with phase 1 then 2)."""
     block, sub = _tiling(layout.span, ctas)
     n_tiles = triton.cdiv(layout.span, block * sub)
     grid = min(ctas, n_tiles, MAX_CTAS - 1)
@@ -217,6 +227,7 @@ def launch(layout: Layout, x, out, stage_table, flag_table, my_flags, epochs, ca
         calls,
         rank,
         n_tiles,
+        grid,
         layout.span,
         layout.chunk,
         layout.half_size,
@@ -225,6 +236,7 @@ def launch(layout: Layout, x, out, stage_table, flag_table, my_flags, epochs, ca
         WORLD=layout.world,
         BLOCK=block,
         SUB=sub,
+        PHASE=phase,
         num_warps=8 if block >= 4096 else 4,
     )
 
@@ -241,8 +253,10 @@ def _calls(ws, key: tuple) -> torch.Tensor:
 
 # ---- implementations the profiler runs against the suite's problems (see registry in ecosystem.py) --------------
 
-CTAS_LOAD = int(os.environ.get("PKROOF_CTAS_LOAD", 128))  # probe, h200x2 run 17: SM loads need 32 CTAs for 90%
-CTAS_STORE = int(os.environ.get("PKROOF_CTAS_STORE", 64))  # of the link, stores 12; staging and hand-offs want more
+# CTAs per collective: the probe's plain copies reach 90% of the link with 32 CTAs of loads or 12 of stores (h200x2,
+# run 17); with staging and hand-offs more help (benchmarks/data/2026-11-30-kernels, sweep): 256 for push at 64 MiB
+CTAS_LOAD = int(os.environ.get("PKROOF_CTAS_LOAD", 128))
+CTAS_STORE = int(os.environ.get("PKROOF_CTAS_STORE", 256))
 
 
 @declare(mechanism="sm-load", schedule="serial", comm_sms=CTAS_LOAD)

@@ -14,6 +14,8 @@ before returning, so tensors it used there cannot be recycled early.
   main loop of the next on the same SMs.
 - GEMM + all-reduce, inter-SM: the GEMM runs in row chunks; while chunk i+1 is multiplied, a few CTAs of
   pkroof's push all-reduce reduce chunk i on a second stream.
+- GEMM + all-reduce, ce-overlap: GEMM + reduce-scatter as above, then pkroof's push all-gather of the reduced
+  rows (the two-shot all-reduce, with its first half hidden under the GEMM).
 """
 
 from __future__ import annotations
@@ -22,13 +24,13 @@ import itertools
 
 import torch
 
-from .collectives import ALL_REDUCE, exchange
+from .collectives import ALL_GATHER, ALL_REDUCE, CTAS_STORE, exchange
 from .declare import declare
 from .symm import workspace
 
 AGG_READY, AGG_FREE, GRS_READY, GRS_FREE = 0, 1, 2, 3
 AR_CHUNKS = 4
-AR_CTAS = 16
+AR_CTAS = 64
 
 _SIDE: dict[int, torch.cuda.Stream] = {}
 
@@ -137,4 +139,13 @@ def gemm_all_reduce_inter_sm(a, b):
         with torch.cuda.stream(side):
             exchange(ALL_REDUCE, partial[lo:hi].view(-1), push=True, ctas=AR_CTAS, out=out[lo:hi].view(-1))
     main.wait_stream(side)
+    return out
+
+
+@declare(mechanism="copy-engine", schedule="ce-overlap", comm_sms=0)
+def gemm_all_reduce_ce(a, b):
+    """C [m, n] = sum_p A_p · B_p on every rank, as GEMM + reduce-scatter (copy-engine overlap) + all-gather."""
+    rows = _gemm_reduce_scatter(a, b, epilogue_push=False)
+    out = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device)
+    exchange(ALL_GATHER, rows.reshape(-1), push=True, ctas=CTAS_STORE, out=out.view(-1))
     return out

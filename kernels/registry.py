@@ -4,7 +4,8 @@ Each entry names its function as "module:function" and is imported only when it 
 registry needs neither triton nor a GPU. Two families:
 - ecosystem: the fast paths PyTorch ships (kernels/ecosystem.py), the bar pkroof's kernels must clear;
 - pkroof: pkroof's own kernels, one per (mechanism, schedule) they declare (kernels/collectives.py,
-  copy_engine.py, fused.py).
+  copy_engine.py, fused.py). Variants that measured slower than a sibling of the same collective on the
+  2xH200 node (benchmarks/2026-11-30-kernels-h200x2.md) run only when named with --impl.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ class BuiltinImpl:
     target: str  # "pkroof.kernels.module:function"
     problems: frozenset[str]  # suite problems whose reference it implements
     family: str  # "ecosystem" or "pkroof"
-    needs_gpu: bool = True
+    auto: bool = True  # profiled beside the reference unasked; False: only when named with --impl
 
     @property
     def fn(self) -> Callable[..., Any]:
@@ -28,10 +29,11 @@ class BuiltinImpl:
         return getattr(importlib.import_module(module), name)
 
 
-def _entries(family: str, module: str, table: dict[str, tuple[str, set[str]]]) -> dict[str, BuiltinImpl]:
+def _entries(family: str, module: str, table: dict[str, tuple]) -> dict[str, BuiltinImpl]:
+    """name -> (function, problems[, auto])"""
     return {
-        name: BuiltinImpl(f"pkroof.kernels.{module}:{fn}", frozenset(problems), family)
-        for name, (fn, problems) in table.items()
+        name: BuiltinImpl(f"pkroof.kernels.{module}:{row[0]}", frozenset(row[1]), family, *row[2:])
+        for name, row in table.items()
     }
 
 
@@ -52,13 +54,13 @@ BUILTIN_IMPLS: dict[str, BuiltinImpl] = {
         {
             "pkroof-one-shot-pull": ("all_reduce_one_shot_pull", {"all-reduce"}),
             "pkroof-one-shot-push": ("all_reduce_one_shot_push", {"all-reduce"}),
-            "pkroof-two-shot": ("all_reduce_two_shot", {"all-reduce"}),
+            "pkroof-two-shot": ("all_reduce_two_shot", {"all-reduce"}, False),
             "pkroof-all-gather-push": ("all_gather_push", {"all-gather"}),
-            "pkroof-all-gather-pull": ("all_gather_pull", {"all-gather"}),
+            "pkroof-all-gather-pull": ("all_gather_pull", {"all-gather"}, False),
             "pkroof-reduce-scatter-pull": ("reduce_scatter_pull", {"reduce-scatter"}),
             "pkroof-reduce-scatter-push": ("reduce_scatter_push", {"reduce-scatter"}),
             "pkroof-all-to-all-push": ("all_to_all_push", {"all-to-all"}),
-            "pkroof-all-to-all-pull": ("all_to_all_pull", {"all-to-all"}),
+            "pkroof-all-to-all-pull": ("all_to_all_pull", {"all-to-all"}, False),
         },
     ),
     **_entries(
@@ -79,6 +81,7 @@ BUILTIN_IMPLS: dict[str, BuiltinImpl] = {
             "pkroof-gemm-rs-ce": ("gemm_reduce_scatter_ce", {"gemm-reduce-scatter"}),
             "pkroof-gemm-rs-epilogue": ("gemm_reduce_scatter_epilogue", {"gemm-reduce-scatter"}),
             "pkroof-gemm-ar-inter-sm": ("gemm_all_reduce_inter_sm", {"gemm-all-reduce"}),
+            "pkroof-gemm-ar-ce": ("gemm_all_reduce_ce", {"gemm-all-reduce"}),
         },
     ),
 }

@@ -4,9 +4,10 @@ A `Workspace` belongs to one process group on one GPU. It hands out symmetric bu
 (allocated and rendezvoused once, collectively: every rank asks for the same buffers in the same order) and
 holds the flags the kernels synchronise through:
 
-- `flags`: a symmetric int32 array, slot (cta, source rank). A CTA tells a peer "my part of step k is done"
-  by raising the peer's slot (cta, me) to a value with a system-scope release; the peer waits with acquire
-  loads on its own memory until the slot reaches that value. Values only grow, so nothing is ever reset.
+- `flags`: a symmetric int32 array, slot (cta, source rank), one 128-byte line each. A CTA tells a peer "my
+  part of step k is done" by setting the peer's slot (cta, me) to a value with a system-scope release store;
+  the peer waits with acquire loads of its own memory until the slot reaches it. Each slot has one writer
+  and its values only grow, so nothing is ever reset.
 - `epochs`: a local int32 counter per CTA slot. Each kernel reads it, uses the next values for its steps
   and writes it back, on the device: calls captured once in a CUDA graph and replayed still count up,
   and every rank, running the same sequence of calls, agrees on the values.
@@ -26,27 +27,50 @@ import triton.language as tl
 
 MAX_CTAS = 512  # flag slots per source rank; a kernel's grid never exceeds it
 MAX_POLLS = 1 << 24
+FLAG_STRIDE = 32  # int32s between flag slots: each slot on its own 128-byte line (no false sharing)
+
+
+@triton.jit
+def _ld_acquire_sys(addr):
+    return tl.inline_asm_elementwise(
+        "ld.acquire.sys.global.b32 $0, [$1];", "=r,l", [addr], dtype=tl.int32, is_pure=False, pack=1
+    )
+
+
+@triton.jit
+def _st_release_sys_thread0(addr, val):
+    return tl.inline_asm_elementwise(
+        "{ .reg .pred p; .reg .b32 t; mov.u32 t, %tid.x; setp.eq.u32 p, t, 0; "
+        "@p st.release.sys.global.b32 [$1], $2; mov.u32 $0, 0; }",
+        "=r,l,r",
+        [addr, val],
+        dtype=tl.int32,
+        is_pure=False,
+        pack=1,
+    )
 
 
 @triton.jit
 def signal_peers(flag_table, slot, rank, value, WORLD: tl.constexpr):
-    """Raise flags[slot * WORLD + rank] to `value` on every peer, after all of this CTA's prior writes."""
-    tl.debug_barrier()  # every thread's stores happen-before thread 0's release below
+    """Set flags[(slot * WORLD + rank) * STRIDE] to `value` on every peer, after all of this CTA's prior writes:
+    bar.sync orders every thread's writes before thread 0's system-scope release store."""
+    tl.debug_barrier()
     for p in tl.static_range(WORLD):
         if p != rank:
             peer_flags = tl.load(flag_table + p).to(tl.pointer_type(tl.int32))
-            tl.atomic_max(peer_flags + slot * WORLD + rank, value, sem="release", scope="sys")
+            _st_release_sys_thread0(peer_flags + (slot * WORLD + rank) * 32, value)  # FLAG_STRIDE
 
 
 @triton.jit
 def wait_peers(my_flags, slot, rank, value, WORLD: tl.constexpr):
-    """Spin until every peer has raised its flag (slot, peer) here to at least `value`."""
+    """Spin (acquire loads of local memory) until every peer's flag (slot, peer) here is at least `value`."""
     for p in tl.static_range(WORLD):
         if p != rank:
-            seen = tl.atomic_add(my_flags + slot * WORLD + p, 0, sem="acquire", scope="sys")
+            addr = my_flags + (slot * WORLD + p) * 32  # FLAG_STRIDE
+            seen = _ld_acquire_sys(addr)
             polls = 0
             while (seen < value) & (polls < 16777216):  # MAX_POLLS
-                seen = tl.atomic_add(my_flags + slot * WORLD + p, 0, sem="acquire", scope="sys")
+                seen = _ld_acquire_sys(addr)
                 polls += 1
     tl.debug_barrier()
 
@@ -92,7 +116,7 @@ class Workspace:
     device: torch.device
     rank: int
     world: int
-    flags: torch.Tensor  # symmetric int32 [MAX_CTAS * world]
+    flags: torch.Tensor  # symmetric int32 [MAX_CTAS * world * FLAG_STRIDE]
     flag_table: torch.Tensor  # int64 [world]: every rank's flags address
     epochs: torch.Tensor  # local int32 [MAX_CTAS]
     events: torch.Tensor  # symmetric int32 [EVENT_SLOTS * world]
@@ -172,7 +196,7 @@ def workspace(group: dist.ProcessGroup | None = None) -> Workspace:
     key = (group.group_name, device.index)
     if key not in _WORKSPACES:
         world, rank = dist.get_world_size(group), dist.get_rank(group)
-        flags, flag_table, h1 = _zeroed_flags(MAX_CTAS * world, device, group.group_name, world)
+        flags, flag_table, h1 = _zeroed_flags(MAX_CTAS * world * FLAG_STRIDE, device, group.group_name, world)
         events, event_table, h2 = _zeroed_flags(EVENT_SLOTS * world, device, group.group_name, world)
         torch.cuda.synchronize()
         dist.barrier(group=group)  # every rank's flags are zero before anyone raises one

@@ -99,10 +99,12 @@ def profile(
         workload = workload_of(problem, world, params)
         b: Bound = bound(workload, topo.system(world))
         reference_s = None
-        peers = [n for n, b in BUILTIN_IMPLS.items() if problem.name in b.problems] if backend == "nccl" else []
+        peers = (
+            [n for n, b in BUILTIN_IMPLS.items() if b.auto and problem.name in b.problems] if backend == "nccl" else []
+        )
         chosen = [i for i in impls if i != "reference" and not (backend == "gloo" and i in BUILTIN_IMPLS)]
         if backend == "gloo" and any(i in BUILTIN_IMPLS for i in impls):
-            log("the torch fast paths need GPUs: skipped on CPU ranks")
+            log("the built-in GPU implementations need GPUs: skipped on CPU ranks")
         for impl in ["reference", *dict.fromkeys(chosen + peers)]:
             job = Job(name, shape or "small", params, impl, world, backend)
             key = records.key(

@@ -43,7 +43,7 @@ class Job:
 
 
 def resolve_impl(problem: Problem, spec: str) -> Callable[..., Any]:
-    """'reference', a built-in fast path that applies (kernels/ecosystem.py), or 'path/to/file.py:function' with
+    """'reference', a built-in implementation that applies (kernels/registry.py), or 'path/to/file.py:function' with
     the reference's signature; anything else is a ValueError."""
     from pkroof.kernels.registry import BUILTIN_IMPLS
 
