@@ -40,56 +40,51 @@ _NAMES = {ALL_REDUCE: "all-reduce", ALL_GATHER: "all-gather", REDUCE_SCATTER: "r
 
 
 @triton.jit
-def _src_offset(KIND: tl.constexpr, PUSH: tl.constexpr, p, rank, span, chunk):
+def _buffer(table, p, ty):
+    """Rank p's symmetric buffer as a pointer to `ty`; symmetric allocations are at least 16-byte aligned, and
+    saying so lets Triton issue 16-byte accesses."""
+    return tl.multiple_of(tl.load(table + p).to(tl.pointer_type(ty)), 16)
+
+
+@triton.jit
+def _src_offset(KIND: tl.constexpr, PUSH: tl.constexpr, p, rank, slot):
     """Where, in rank p's staging buffer (pull) or in my inbox slot p (push), my tile of p's data sits."""
     if PUSH:
-        return p * span
+        return p * slot
     elif (KIND == 2) | (KIND == 3):
-        return rank * chunk  # pull: p staged its whole input; my chunk of it
+        return rank * slot  # pull: p staged its whole input, a slot per chunk; my chunk of it
     else:
         return 0
 
 
 @triton.jit
-def _stage(
-    x, stage_table, half, rank, offs, mask, span, chunk, KIND: tl.constexpr, PUSH: tl.constexpr, WORLD: tl.constexpr
-):
+def _stage(x, stage_table, half, rank, offs, mask, slot, chunk,
+           KIND: tl.constexpr, PUSH: tl.constexpr, WORLD: tl.constexpr):  # fmt: skip
+    ty = x.dtype.element_ty
     if PUSH:
         for p in tl.static_range(WORLD):
             if p != rank:
-                inbox = tl.load(stage_table + p).to(tl.pointer_type(x.dtype.element_ty)) + half + rank * span
+                inbox = _buffer(stage_table, p, ty) + half + rank * slot
                 if (KIND == 2) | (KIND == 3):
                     tl.store(inbox + offs, tl.load(x + p * chunk + offs, mask=mask), mask=mask)
                 else:
                     tl.store(inbox + offs, tl.load(x + offs, mask=mask), mask=mask)
     else:
-        mine = tl.load(stage_table + rank).to(tl.pointer_type(x.dtype.element_ty)) + half
+        mine = _buffer(stage_table, rank, ty) + half
         if (KIND == 2) | (KIND == 3):
             for q in tl.static_range(WORLD):
                 if q != rank:
-                    tl.store(mine + q * chunk + offs, tl.load(x + q * chunk + offs, mask=mask), mask=mask)
+                    tl.store(mine + q * slot + offs, tl.load(x + q * chunk + offs, mask=mask), mask=mask)
         else:
             tl.store(mine + offs, tl.load(x + offs, mask=mask), mask=mask)
 
 
 @triton.jit
-def _consume(
-    x,
-    out,
-    stage_table,
-    half,
-    rank,
-    offs,
-    mask,
-    span,
-    chunk,
-    KIND: tl.constexpr,
-    PUSH: tl.constexpr,
-    WORLD: tl.constexpr,
-):
+def _consume(x, out, stage_table, half, rank, offs, mask, slot, chunk,
+             KIND: tl.constexpr, PUSH: tl.constexpr, WORLD: tl.constexpr):  # fmt: skip
     ty = x.dtype.element_ty
     if PUSH:
-        base = tl.load(stage_table + rank).to(tl.pointer_type(ty)) + half
+        base = _buffer(stage_table, rank, ty) + half
     if (KIND == 0) | (KIND == 2):
         own = x
         if KIND == 2:
@@ -98,8 +93,8 @@ def _consume(
         for p in tl.static_range(WORLD):
             if p != rank:
                 if not PUSH:
-                    base = tl.load(stage_table + p).to(tl.pointer_type(ty)) + half
-                src = base + _src_offset(KIND, PUSH, p, rank, span, chunk)
+                    base = _buffer(stage_table, p, ty) + half
+                src = base + _src_offset(KIND, PUSH, p, rank, slot)
                 acc += tl.load(src + offs, mask=mask).to(tl.float32)
         tl.store(out + offs, acc.to(ty), mask=mask)
     else:
@@ -110,14 +105,14 @@ def _consume(
         for p in tl.static_range(WORLD):
             if p != rank:
                 if not PUSH:
-                    base = tl.load(stage_table + p).to(tl.pointer_type(ty)) + half
-                src = base + _src_offset(KIND, PUSH, p, rank, span, chunk)
+                    base = _buffer(stage_table, p, ty) + half
+                src = base + _src_offset(KIND, PUSH, p, rank, slot)
                 tl.store(out + p * chunk + offs, tl.load(src + offs, mask=mask), mask=mask)
 
 
 @triton.jit
 def _exchange_kernel(
-    x, out, stage_table, flag_table, my_flags, epochs, calls, rank, n_tiles, grid, span, chunk, half_size,
+    x, out, stage_table, flag_table, my_flags, epochs, calls, rank, n_tiles, grid, span, slot, chunk, half_size,
     KIND: tl.constexpr, PUSH: tl.constexpr, WORLD: tl.constexpr, BLOCK: tl.constexpr, SUB: tl.constexpr,
     PHASE: tl.constexpr,
 ):  # fmt: skip
@@ -131,7 +126,7 @@ def _exchange_kernel(
     if PHASE != 2:
         for s in range(SUB):
             offs = cta * (SUB * BLOCK) + s * BLOCK + lanes
-            _stage(x, stage_table, half, rank, offs, offs < span, span, chunk, KIND, PUSH, WORLD)
+            _stage(x, stage_table, half, rank, offs, offs < span, slot, chunk, KIND, PUSH, WORLD)
     if PHASE == 0:
         signal_peers(flag_table, cta, rank, first + 1, WORLD)
     k = 0
@@ -140,7 +135,7 @@ def _exchange_kernel(
         if (nxt < n_tiles) & (PHASE != 2):  # stage the next tile before waiting on this one
             for s in range(SUB):
                 offs = nxt * (SUB * BLOCK) + s * BLOCK + lanes
-                _stage(x, stage_table, half, rank, offs, offs < span, span, chunk, KIND, PUSH, WORLD)
+                _stage(x, stage_table, half, rank, offs, offs < span, slot, chunk, KIND, PUSH, WORLD)
             if PHASE == 0:
                 signal_peers(flag_table, cta, rank, first + k + 2, WORLD)
         if PHASE == 0:
@@ -148,7 +143,7 @@ def _exchange_kernel(
         if PHASE != 1:
             for s in range(SUB):
                 offs = tile * (SUB * BLOCK) + s * BLOCK + lanes
-                _consume(x, out, stage_table, half, rank, offs, offs < span, span, chunk, KIND, PUSH, WORLD)
+                _consume(x, out, stage_table, half, rank, offs, offs < span, slot, chunk, KIND, PUSH, WORLD)
         k += 1
     if PHASE != 1:  # a call ends after its consume phase
         tl.store(epochs + cta, first + k)
@@ -193,8 +188,9 @@ class Layout:
     push: bool
     world: int
     span: int  # elements in the tile index space
-    chunk: int  # elements of one rank's chunk (the element stride between rank slots)
-    half_size: int  # elements of one parity half of the symmetric buffer
+    chunk: int  # elements of one rank's chunk of the input or output (their stride between ranks)
+    slot: int  # span rounded up to 64 elements: the stride between rank slots in symmetric buffers, aligned
+    half_size: int  # elements of one parity half of the symmetric buffer (a multiple of 64)
     out_numel: int
 
     @staticmethod
@@ -204,9 +200,10 @@ class Layout:
         chunk = n // world if kind in (REDUCE_SCATTER, ALL_TO_ALL) else n
         span = n if kind == ALL_REDUCE else chunk
         out_numel = {ALL_REDUCE: n, ALL_GATHER: n * world, REDUCE_SCATTER: chunk, ALL_TO_ALL: n}[kind]
+        slot = -(-span // 64) * 64
         # per parity: push inboxes hold a slot per source rank; pull stages hold what the peers read
-        half_size = world * span if push else (n if kind in (REDUCE_SCATTER, ALL_TO_ALL) else span)
-        return Layout(kind, push, world, span, chunk, half_size, out_numel)
+        half_size = world * slot if push or kind in (REDUCE_SCATTER, ALL_TO_ALL) else slot
+        return Layout(kind, push, world, span, chunk, slot, half_size, out_numel)
 
 
 def launch(
@@ -229,6 +226,7 @@ def launch(
         n_tiles,
         grid,
         layout.span,
+        layout.slot,
         layout.chunk,
         layout.half_size,
         KIND=layout.kind,
