@@ -28,8 +28,9 @@ elif [ "$1" = sweep ]; then
   timeout 150 python3 benchmarks/kernels_sweep.py 64MiB 256KiB 2>&1 | grep -v Warning | tee "$OUT/sweep.log"
   step fused 170 $F --shape llama3-8b-tp2
 else  # time
-  step big 180 $C --size 64MiB
-  step small 160 $C --size 256KiB
+  step big 170 $C --size 64MiB
+  step small 150 $C --size 256KiB
   step gemm-ar 60 gemm-all-reduce --shape llama3-8b-tp2
-  timeout 80 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py 2>&1 | tee "$OUT/kernel-tests.log" | tail -25
+  timeout 70 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py 2>&1 | tee "$OUT/kernel-tests.log" | tail -25
+  timeout 45 python3 benchmarks/kernels_sweep.py 64MiB 2>&1 | grep -v Warning | tee "$OUT/sweep.log"
 fi
