@@ -55,6 +55,19 @@ class Problem:
             )
         return params | (overrides or {})
 
+    def shape_label(self, shape: str | None = None, overrides: dict[str, Any] | None = None) -> str:
+        """What results call this shape: its name, with the parameters set on top of it ("small size=64 MiB"),
+        so runs of one problem at different sizes never share a label."""
+        name = shape or DEFAULT_SHAPE
+        base = self.shapes.get(name, {})
+        changed = {k: v for k, v in (overrides or {}).items() if base.get(k) != v}
+        if not changed:
+            return name
+        from pkroof.rooflines.units import fmt_bytes
+
+        parts = [f"size={fmt_bytes(v)}" if k == "size_bytes" else f"{k}={v}" for k, v in changed.items()]
+        return " ".join([name, *parts])
+
     def inputs(self, rank: int, world_size: int, *, seed: int, device: Any, params: dict[str, Any]) -> tuple:
         made = self.module.inputs(rank, world_size, seed=seed, device=device, **params)
         return made if isinstance(made, tuple) else (made,)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pkroof.kernels.declare import declared
-from pkroof.rooflines import Bound, Mechanism, Schedule, bound
+from pkroof.rooflines import Bound, Mechanism, Schedule, bound, predict
 from pkroof.rooflines.units import fmt_bytes, fmt_s
 from pkroof.topology import resolve
 
@@ -106,7 +106,7 @@ def profile(
         if backend == "gloo" and any(i in BUILTIN_IMPLS for i in impls):
             log("the built-in GPU implementations need GPUs: skipped on CPU ranks")
         for impl in ["reference", *dict.fromkeys(chosen + peers)]:
-            job = Job(name, shape or "small", params, impl, world, backend)
+            job = Job(name, problem.shape_label(shape, overrides), params, impl, world, backend)
             key = records.key(
                 {"problem": name, "shape": job.shape, "params": params, "impl": impl, "world_size": world}
             )
@@ -121,10 +121,14 @@ def profile(
                 result["analysis"] = analysis(problem, params, world, topo.system(world), workload=workload)
             pair = REFERENCE_PAIR if impl == "reference" else declared(resolve_impl(problem, impl))
             if pair:
-                predicted = b.prediction(Mechanism(pair["mechanism"]), Schedule(pair["schedule"]))
+                comm_sms = pair.get("comm_sms")
+                predicted = predict(
+                    workload, topo.system(world), Mechanism(pair["mechanism"]), Schedule(pair["schedule"]), comm_sms
+                )
                 result |= {
                     "mechanism": pair["mechanism"],
                     "schedule": pair["schedule"],
+                    "comm_sms": comm_sms,
                     "predicted_s": predicted.t_s if predicted else None,
                 }
             record = finish(

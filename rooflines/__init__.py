@@ -1,7 +1,7 @@
 """Pure math of the communication-aware roofline: no torch, no NVML, no files, no devices."""
 
 from .advice import Advice, advise
-from .bound import Bound, Prediction, bound
+from .bound import Bound, Prediction, bound, predict
 from .collectives import (
     Algorithm,
     Collective,
@@ -35,5 +35,6 @@ __all__ = [
     "bus_bandwidth_factor",
     "chan_lower_bound",
     "hierarchical_traffic",
+    "predict",
     "traffic",
 ]

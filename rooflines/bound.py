@@ -106,7 +106,10 @@ def _cost(
         if m.mechanism is Mechanism.COPY_ENGINE:
             g = min(op.group_size, system.ranks_per_node)
             bw_s += _local_reduce_bytes(op.kind, alg, size, g) / system.hbm_bandwidth_Bps
-        latency_s = model.latency_for(tiers.scaleup.num_steps) + net_lat_s
+        # over symmetric memory the receiver learns that data has landed through a flag: one more dependent
+        # step (NCCL's measured α already holds its own synchronisation)
+        handshake = 0 if m.mechanism is Mechanism.NCCL else 1
+        latency_s = model.latency_for(tiers.scaleup.num_steps + handshake) + net_lat_s
         cost = OpCost(alg, bw_s, latency_s, tiers.scaleup + tiers.scaleout)
         if best is None or cost.total_s < best.total_s:
             best = cost
@@ -198,18 +201,31 @@ def _flops_s(w: Workload, system: System) -> float:
     return sum(op.flops / system.peak_flops_for(op.dtype) for op in w.compute)
 
 
-def _serial(w: Workload, system: System, m: TransferModel) -> Prediction | None:
-    """Compute, then communication with as many CTAs as help (NCCL: its own channel count)."""
+def _staging_s(costs: list[OpCost], system: System) -> float:
+    """HBM time of moving a caller's ordinary tensors through symmetric memory: every byte a rank sends is
+    written to a symmetric buffer and read back once more than the minimal traffic (pull: the sender stages it
+    and the peer reads it there; push: it lands in the receiver's inbox and is copied out)."""
+    return sum(c.traffic.send_bytes + c.traffic.recv_bytes for c in costs) / system.hbm_bandwidth_Bps
+
+
+def _serial(w: Workload, system: System, m: TransferModel, comm_sms: int | None = None) -> Prediction | None:
+    """Compute, then communication with as many CTAs as help (NCCL: its own channel count; a kernel that
+    declares its CTA count: that many). Anything but NCCL, whose measured rates already include its copies,
+    also pays the staging of ordinary tensors through symmetric memory, after the transfers: pkroof's kernels
+    on h200x2 measured 5-18% above the sum and 19-55% above the max of the two
+    (benchmarks/2026-11-30-kernels-h200x2.md)."""
     if m.mechanism is Mechanism.NCCL and m.num_ctas_default:
         ctas, used = m.num_ctas_default, m.num_ctas_default
     elif m.uses_sms:
-        ctas, used = system.sm_count, min(m.ctas_for(1.0), system.sm_count)
+        ctas, used = (comm_sms, comm_sms) if comm_sms else (system.sm_count, min(m.ctas_for(1.0), system.sm_count))
     else:
         ctas, used = None, 0
     costs = [_cost(op, system, m, ctas) for op in w.comm]
     if any(c is None for c in costs):
         return None
     comm_s = sum(c.bandwidth_s for c in costs)
+    if m.mechanism is not Mechanism.NCCL:
+        comm_s += _staging_s(costs, system)
     lat_s = sum(c.latency_s for c in costs)
     compute_s = _serial_compute_s(w, system)
     busy_s = max(compute_s + comm_s, w.hbm_bytes / system.hbm_bandwidth_Bps)
@@ -235,8 +251,11 @@ def _chunks(w: Workload, system: System, *, tiles: bool) -> int:
     return depth
 
 
-def _overlapped(w: Workload, system: System, m: TransferModel, schedule: Schedule) -> Prediction | None:
-    """Communication overlapped with compute: search the comm SMs k that minimise the total."""
+def _overlapped(
+    w: Workload, system: System, m: TransferModel, schedule: Schedule, comm_sms: int | None = None
+) -> Prediction | None:
+    """Communication overlapped with compute: search the comm SMs k that minimise the total (or take the k a
+    kernel declares)."""
     sm = system.sm_count
     match schedule:
         case Schedule.INTRA_SM:
@@ -247,6 +266,8 @@ def _overlapped(w: Workload, system: System, m: TransferModel, schedule: Schedul
             staged, tiles = True, False
         case Schedule.CE_OVERLAP:
             candidates, staged, tiles = [0], True, False
+    if comm_sms is not None and schedule is Schedule.INTER_SM:  # intra-SM's k is the model's SM-equivalents
+        candidates = [comm_sms] if 0 < comm_sms < sm else []
     flops_s = _flops_s(w, system)
     fill_depth = _chunks(w, system, tiles=tiles)
     best: Prediction | None = None
@@ -284,6 +305,21 @@ def _schedules(w: Workload, m: TransferModel) -> list[Schedule]:
     elif m.mechanism is Mechanism.COPY_ENGINE:
         out.append(Schedule.CE_OVERLAP)
     return out
+
+
+def predict(
+    w: Workload, system: System, mechanism: Mechanism, schedule: Schedule, comm_sms: int | None = None
+) -> Prediction | None:
+    """The prediction for one (mechanism, schedule) pair as an implementation declares it; None where the
+    system lacks the mechanism or the schedule does not apply. comm_sms None: the best count, as in bound()."""
+    m = next((m for m in system.available if m.mechanism is mechanism), None)
+    if m is None or schedule not in _schedules(w, m):
+        return None
+    return (
+        _serial(w, system, m, comm_sms)
+        if schedule is Schedule.SERIAL
+        else _overlapped(w, system, m, schedule, comm_sms)
+    )
 
 
 def bound(w: Workload, system: System) -> Bound:

@@ -38,9 +38,10 @@ def test_all_reduce_roof_without_and_with_in_network_reduction():
 def test_tiny_messages_are_latency_bound(system):
     b = bound(build("all-reduce", 8, size=1024), system)
     assert b.limiter == "latency"
-    # one-shot SM all-reduce: 1 step × 2 µs + 7 KiB at 100 SMs × 20 GB/s (capped at 400 GB/s)
+    # one-shot SM all-reduce: (1 step + the flag telling peers the data is there) × 2 µs, + 7 KiB at 100 SMs ×
+    # 20 GB/s (capped at 400 GB/s), + staging: the 7 KiB sent and 7 KiB received each cross HBM once more (3 TB/s)
     p = b.prediction(Mechanism.SM_LOAD, Schedule.SERIAL)
-    assert p.t_s == pytest.approx(2e-6 + 7 * 1024 / 400e9)
+    assert p.t_s == pytest.approx(2 * 2e-6 + 7 * 1024 / 400e9 + (7 * 1024 + 7 * 1024) / 3e12)
     assert p.algorithms == ("one-shot",)
 
 
@@ -54,11 +55,13 @@ def test_nccl_serial_baseline_is_ring_at_its_channels():
 
 
 def test_copy_engine_all_reduce_pays_a_local_reduction():
-    # two-shot by copies (2·7/8·S at 380 GB/s, 2 steps × 10 µs) + a reduce kernel reading S, writing S/8 at 3 TB/s
+    # two-shot by copies (2·7/8·S at 380 GB/s, 2 steps + 1 flag × 10 µs) + a reduce kernel reading S, writing
+    # S/8 at 3 TB/s + staging through symmetric memory: 2·7/8·S sent and as much received, once more through HBM
     b = bound(build("all-reduce", 8, size=S), make_system())
     p = b.prediction(Mechanism.COPY_ENGINE, Schedule.SERIAL)
     assert p.algorithms == ("two-shot",)
-    assert p.t_s == pytest.approx(2 * 10e-6 + 2 * 7 / 8 * S / 380e9 + (S + S / 8) / 3e12)
+    link = 2 * 7 / 8 * S
+    assert p.t_s == pytest.approx(3 * 10e-6 + link / 380e9 + (S + S / 8) / 3e12 + 2 * link / 3e12)
 
 
 def _gemm_rs(k, system, m=32768, n=32768):

@@ -1,0 +1,62 @@
+"""Recompute the model's fields of recorded results with the model as it is now; measurements stay untouched.
+
+A record holds measurements (times, correctness, environment) and what the model said when it was written
+(predicted_s, prediction_error, comm_sms, and the reference's page analysis). When the model changes, the
+shipped records (pkroof/recorded/) would show the old model beside new code; this rewrites only those fields
+and stamps each record with `model_refreshed` (date and commit), so a reader can tell.
+
+Usage: python benchmarks/refresh_model_fields.py FILE.jsonl ...
+"""
+
+import json
+import subprocess
+import sys
+from datetime import date
+from pathlib import Path
+
+from pkroof.kernels.declare import declared
+from pkroof.kernels.registry import BUILTIN_IMPLS
+from pkroof.profilers.analysis import analysis
+from pkroof.profilers.problems import load
+from pkroof.profilers.profile import REFERENCE_PAIR, workload_of
+from pkroof.rooflines import Mechanism, Schedule, predict
+from pkroof.topology import resolve
+
+
+def _pair(impl: str) -> dict | None:
+    if impl == "reference":
+        return REFERENCE_PAIR
+    builtin = BUILTIN_IMPLS.get(impl)
+    return declared(builtin.fn) if builtin else None
+
+
+def refresh(record: dict, stamp: str) -> dict:
+    problem = load(record["problem"])
+    world = record["world_size"]
+    system = resolve(record["environment"]["topology"]).system(world)
+    workload = workload_of(problem, world, record["params"])
+    pair = _pair(record["impl"])
+    if pair:
+        p = predict(workload, system, Mechanism(pair["mechanism"]), Schedule(pair["schedule"]), pair.get("comm_sms"))
+        record["comm_sms"] = pair.get("comm_sms")
+        record["predicted_s"] = p.t_s if p else None
+        if p and record.get("median_s"):
+            record["prediction_error"] = (record["median_s"] - p.t_s) / p.t_s
+    if record["impl"] == "reference":
+        record["analysis"] = analysis(problem, record["params"], world, system, workload=workload)
+    record["model_refreshed"] = stamp
+    return record
+
+
+def main(paths: list[str]) -> None:
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    stamp = f"{date.today().isoformat()} {commit}"
+    for name in paths:
+        path = Path(name)
+        rows = [refresh(json.loads(line), stamp) for line in path.read_text().splitlines() if line.strip()]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        print(f"{path}: {len(rows)} records, model fields as of {stamp}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
