@@ -7,7 +7,7 @@ from conftest import make_system
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pkroof.rooflines import Mechanism, Schedule, advise, bound
+from pkroof.rooflines import Mechanism, Schedule, advise, bound, predict
 from pkroof.rooflines.workloads import BUILTINS, build
 
 S = 2**30
@@ -87,6 +87,24 @@ def test_inter_sm_compute_runs_on_the_remaining_sms():
     assert 0 < k < system.sm_count
     flops = 2 * 32768 * 32768 * 4096
     assert p.compute_s == pytest.approx(flops / 1000e12 * system.sm_count / (system.sm_count - k))
+
+
+def test_a_declared_pair_is_predicted_at_its_own_sm_count():
+    system = make_system()
+    b = _gemm_rs(4096, system)
+    w = b.workload
+    # no count declared: the same prediction the bound makes (its best count)
+    best = b.prediction(Mechanism.TMA, Schedule.INTER_SM)
+    assert predict(w, system, Mechanism.TMA, Schedule.INTER_SM) == best
+    # 50 SMs declared: the GEMM runs on the other 50 of 100, so its time doubles against all 100
+    p = predict(w, system, Mechanism.TMA, Schedule.INTER_SM, comm_sms=50)
+    flops = 2 * 32768 * 32768 * 4096
+    assert p.comm_sms == 50 and p.compute_s == pytest.approx(flops / 1000e12 * 100 / 50)
+    assert p.t_s >= best.t_s >= b.t_roof_s
+    # a mechanism the system lacks, or a schedule that does not apply to a lone collective: no prediction
+    assert predict(w, system, Mechanism.MULTIMEM, Schedule.SERIAL) is None
+    collective = bound(build("all-reduce", 8, size=S), system).workload
+    assert predict(collective, system, Mechanism.TMA, Schedule.INTER_SM) is None
 
 
 def test_every_schedule_appears_for_a_fused_gemm(system):

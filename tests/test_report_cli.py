@@ -177,7 +177,8 @@ def test_the_main_job_runs_without_torch(tmp_path):
     code = code.replace("import importlib.util\n", "import importlib.util\n_find = importlib.util.find_spec\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "built-in workloads only" in done.stdout
+    # the shipped records carry each reference's page analysis, so no problem needs torch to be traced
+    assert "results recorded on the 2xH200 node" in done.stdout
     pages = {p.name for p in (tmp_path / "m").glob("problem-*.html")}
     assert "problem-gemm-reduce-scatter.html" in pages and "problem-all-reduce.html" in pages
     _links_resolve(tmp_path / "m")

@@ -1,0 +1,95 @@
+"""pkroof's built-in implementations without a GPU: the registry, the kernels' layouts, declared pairs."""
+
+import subprocess
+import sys
+
+import pytest
+
+from pkroof.kernels.registry import BUILTIN_IMPLS
+from pkroof.profilers.problems import load, names
+from pkroof.rooflines import Mechanism, Schedule
+
+
+def test_registry_names_suite_problems_and_imports_nothing_heavy():
+    for name, impl in BUILTIN_IMPLS.items():
+        assert impl.problems and impl.problems <= set(names()), name
+        assert impl.family in ("ecosystem", "pkroof")
+    # listing the registry (as `pkroof profile` does on CPU) must not pull in triton
+    code = "import sys; import pkroof.kernels.registry; print('triton' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+
+def test_every_collective_has_an_automatic_pkroof_peer():
+    # the profiler runs these beside the reference unasked; the slower siblings only when named
+    auto = {p for impl in BUILTIN_IMPLS.values() if impl.family == "pkroof" and impl.auto for p in impl.problems}
+    assert {"all-reduce", "all-gather", "reduce-scatter", "all-to-all"} <= auto
+    assert {"gemm-reduce-scatter", "all-gather-gemm", "gemm-all-reduce"} <= auto
+    assert not BUILTIN_IMPLS["pkroof-two-shot"].auto
+
+
+def test_pkroof_implementations_declare_valid_pairs():
+    pytest.importorskip("triton")
+    from pkroof.kernels.declare import declared
+
+    for name, impl in BUILTIN_IMPLS.items():
+        if impl.family != "pkroof":
+            continue
+        pair = declared(impl.fn)
+        assert pair is not None, name
+        assert Mechanism(pair["mechanism"]) is not Mechanism.MULTIMEM  # never shipped: nobody here can run it
+        assert Schedule(pair["schedule"]) in Schedule
+
+
+@pytest.mark.parametrize(
+    ("kind", "n", "world", "push", "span", "chunk", "slot", "half", "out"),
+    [
+        # all-reduce of 1000 elements on 3 ranks: tiles over all 1000; a slot is 1000 rounded up to 64 = 1024;
+        # a push inbox holds a slot per source rank (3·1024), a pull stage only this rank's copy (1024)
+        ("all-reduce", 1000, 3, True, 1000, 1000, 1024, 3 * 1024, 1000),
+        ("all-reduce", 1000, 3, False, 1000, 1000, 1024, 1024, 1000),
+        # all-gather of a 10001-element shard on 4 ranks: output 4·10001; slot 10048 (= 157·64)
+        ("all-gather", 10001, 4, True, 10001, 10001, 10048, 4 * 10048, 40004),
+        # reduce-scatter of 4·10001: each rank keeps a 10001-element chunk; pull stages every chunk in a slot
+        ("reduce-scatter", 40004, 4, False, 10001, 10001, 10048, 4 * 10048, 10001),
+        ("all-to-all", 40004, 4, True, 10001, 10001, 10048, 4 * 10048, 40004),
+    ],
+)
+def test_layouts(kind, n, world, push, span, chunk, slot, half, out):
+    pytest.importorskip("triton")
+    from pkroof.kernels import collectives as c
+
+    code = {"all-reduce": c.ALL_REDUCE, "all-gather": c.ALL_GATHER, "reduce-scatter": c.REDUCE_SCATTER,
+            "all-to-all": c.ALL_TO_ALL}[kind]  # fmt: skip
+    layout = c.Layout.of(code, n, world, push)
+    assert (layout.span, layout.chunk, layout.slot, layout.half_size, layout.out_numel) == (
+        span, chunk, slot, half, out
+    )  # fmt: skip
+    assert layout.slot % 64 == 0 and layout.half_size % 64 == 0  # 16-byte aligned slots for every rank
+
+
+def test_layout_rejects_chunks_that_do_not_split():
+    pytest.importorskip("triton")
+    from pkroof.kernels import collectives as c
+
+    with pytest.raises(ValueError, match="do not split over 4 ranks"):
+        c.Layout.of(c.REDUCE_SCATTER, 10, 4, push=False)
+    c.Layout.of(c.ALL_GATHER, 10, 4, push=False)  # a shard of any length gathers
+
+
+def test_tiling_spreads_tiles_and_keeps_16_byte_blocks():
+    pytest.importorskip("triton")
+    from pkroof.kernels.collectives import _tiling
+
+    # 64 MiB of bf16 (32 Mi elements) over 256 CTAs: 128 Ki elements per CTA; blocks of 4096 (the cap);
+    # SUB = 131072 / (4·4096) = 8 blocks per hand-off, so each CTA still has 4 tiles to pipeline
+    assert _tiling(32 << 20, 256) == (4096, 8)
+    # 256 KiB (128 Ki elements) over 256 CTAs: 512 per CTA, below the 1024-element floor: one block per tile
+    assert _tiling(128 << 10, 256) == (1024, 1)
+
+
+def test_shape_labels_say_what_was_set():
+    p = load("all-reduce")
+    assert p.shape_label(None, {}) == "small"
+    assert p.shape_label(None, {"size_bytes": 64 << 20}) == "small size=64 MiB"
+    assert p.shape_label("small", {"size_bytes": 1 << 20}) == "small"  # the shape's own value: nothing changed
