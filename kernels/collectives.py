@@ -7,9 +7,12 @@ Callers hold ordinary tensors, so one side of every transfer goes through a symm
 - push (sm-store): each rank *stages* by storing its tiles straight into the peers' symmetric inboxes, then
   *consumes* its own inbox locally.
 
-Work is cut into tiles of BLOCK elements; CTA c owns tiles c, c + grid, ... on every rank, and the same CTA on
-each rank hands its tiles over through the flag slot (c, rank): stage tile k+1, signal it, wait for the
-peers' tile k, consume it, so the wait for one tile overlaps the staging of the next. Staging buffers are
+Work is cut into tiles of SUB × BLOCK elements (BLOCK: 16-byte accesses for every thread; SUB: up to 16
+blocks per hand-off); CTA c owns tiles c, c + grid, ... on every rank, and the same CTA on each rank hands its
+tiles over through the flag slot (c, rank): stage tile k+1, signal it, wait for the peers' tile k, consume
+it, so the wait for one tile overlaps the staging of the next. Symmetric slots are padded to 64 elements and
+peer pointers declared 16-byte aligned: without that Triton emitted scalar 2-byte loads and stores, 2-4×
+slower (benchmarks/2026-11-30-kernels-h200x2.md). Staging buffers are
 double-buffered by call parity (a per-CTA counter), so a fast rank's next call never overwrites a tile a slow
 peer is still reading: writing half h again needs the peers to have signalled in the call in between, which
 they do only after finishing the call that read half h.
@@ -33,7 +36,7 @@ import triton
 import triton.language as tl
 
 from .declare import declare
-from .symm import MAX_CTAS, signal_peers, wait_peers, workspace
+from .symm import MAX_CTAS, Workspace, signal_peers, wait_peers, workspace
 
 ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL = 0, 1, 2, 3
 _NAMES = {ALL_REDUCE: "all-reduce", ALL_GATHER: "all-gather", REDUCE_SCATTER: "reduce-scatter", ALL_TO_ALL: "a2a"}
@@ -177,7 +180,7 @@ def exchange(
     elif out.numel() != layout.out_numel or not out.is_contiguous():
         raise ValueError(f"{_NAMES[kind]}: out must be contiguous with {layout.out_numel} elements")
     _, table = ws.buffer(f"{_NAMES[kind]}-{'push' if push else 'pull'}", 2 * layout.half_size, x.dtype)
-    calls = _calls(ws, ("exchange", kind, push, x.numel(), x.dtype))
+    calls = _calls(ws, ("exchange", ws.group_name, kind, push, x.numel(), x.dtype))
     launch(layout, x, out, table, ws.flag_table, ws.flags, ws.epochs, calls, ws.rank, ctas=ctas)
     return out
 
@@ -242,14 +245,14 @@ def launch(
 _CALLS: dict[tuple, torch.Tensor] = {}
 
 
-def _calls(ws, key: tuple) -> torch.Tensor:
-    """A per-CTA call counter for one staging buffer (its parity picks the half)."""
+def _calls(ws: Workspace, key: tuple) -> torch.Tensor:
+    """A per-CTA call counter for one staging buffer of one group (its parity picks the half)."""
     if key not in _CALLS:
         _CALLS[key] = torch.zeros(MAX_CTAS, dtype=torch.int32, device=ws.device)
     return _CALLS[key]
 
 
-# ---- implementations the profiler runs against the suite's problems (see registry in ecosystem.py) --------------
+# ---- implementations the profiler runs against the suite's problems (kernels/registry.py) -------------------------
 
 # CTAs per collective: the probe's plain copies reach 90% of the link with 32 CTAs of loads or 12 of stores (h200x2,
 # run 17); with staging and hand-offs more help (benchmarks/data/2026-11-30-kernels, sweep): 256 for push at 64 MiB

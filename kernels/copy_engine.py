@@ -12,10 +12,10 @@ from __future__ import annotations
 import torch
 
 from .declare import declare
-from .symm import workspace
+from .symm import Workspace, workspace
 
 
-def _push(name: str, slots: list[torch.Tensor]) -> tuple[torch.Tensor, object]:
+def _push(name: str, slots: list[torch.Tensor]) -> tuple[torch.Tensor, Workspace]:
     """slots[p] goes to slot `rank` of rank p's inbox `name` (world × span elements); returns this rank's
     inbox as [world, span] after every peer's push into it is complete."""
     ws = workspace()

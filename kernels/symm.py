@@ -213,6 +213,7 @@ def workspace(group: dist.ProcessGroup | None = None) -> Workspace:
             torch.zeros(EVENT_SLOTS * world, dtype=torch.int32, device=device),
             torch.zeros(EVENT_SLOTS * world, dtype=torch.int32, device=device),
         )
+        # the flags' rendezvous handles live with the other buffers' (they keep the peer mappings alive)
         ws.buffers[("_flags", 0, None)] = (flags, flag_table, h1)
         ws.buffers[("_events", 0, None)] = (events, event_table, h2)
         _WORKSPACES[key] = ws

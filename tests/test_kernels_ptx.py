@@ -1,0 +1,55 @@
+"""pkroof's collective kernel compiled for Hopper (sm_90) without a GPU: what the PTX must and must not hold.
+
+- 16-byte accesses only on the data path. The first version's PTX had scalar 2-byte ld/st.global.b16 for
+  every element (pointers loaded from the peer table carried no alignment), and ran 2-4× slower on 2×H200.
+- Flags by system-scope release stores and acquire loads (the protocol kernels/symm.py describes).
+- No multimem / multicast instruction: NVLink multicast must never be used unless a user asks for it.
+Triton compiles for a target it is given, with its bundled ptxas; no driver is needed.
+"""
+
+import re
+
+import pytest
+
+triton = pytest.importorskip("triton")
+
+ARGS = ["x", "out", "stage_table", "flag_table", "my_flags", "epochs", "calls", "rank", "n_tiles", "grid", "span",
+        "slot", "chunk", "half_size"]  # fmt: skip
+TYPES = ["*bf16", "*bf16", "*i64", "*i64", "*i32", "*i32", "*i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"]
+# what Triton's launcher specialises when pointers are 16-byte aligned and sizes multiples of 16 (as exchange()
+# guarantees for slots and buffers; x, out and chunk are so for the suite's sizes)
+ALIGNED = {"x", "out", "stage_table", "flag_table", "my_flags", "epochs", "calls", "span", "slot", "chunk",
+           "half_size"}  # fmt: skip
+
+
+def _ptx(kind: int, push: bool, phase: int = 0) -> str:
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from pkroof.kernels.collectives import _exchange_kernel
+
+    signature = dict(zip(ARGS, TYPES, strict=True)) | dict.fromkeys(["KIND", "PUSH", "WORLD", "BLOCK", "SUB", "PHASE"],
+                                                                    "constexpr")  # fmt: skip
+    constants = {"KIND": kind, "PUSH": push, "WORLD": 4, "BLOCK": 4096, "SUB": 4, "PHASE": phase}
+    attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(ARGS) if name in ALIGNED}
+    source = ASTSource(_exchange_kernel, signature, constants, attrs=attrs)
+    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8}).asm["ptx"]
+
+
+@pytest.mark.parametrize("push", [False, True], ids=["pull", "push"])
+@pytest.mark.parametrize("kind", [0, 1, 2, 3], ids=["all-reduce", "all-gather", "reduce-scatter", "all-to-all"])
+def test_ptx_data_path_flags_and_no_multicast(kind, push):
+    ptx = _ptx(kind, push)
+    accesses = re.findall(r"\b((?:ld|st)\.global[.\w]*)", ptx)
+    assert any(".v4." in a for a in accesses if a.startswith("ld")), accesses
+    assert any(".v4." in a for a in accesses if a.startswith("st")), accesses
+    assert not [a for a in accesses if a.endswith(".b16")], "scalar 2-byte accesses are back"
+    assert "st.release.sys.global.b32" in ptx and "ld.acquire.sys.global.b32" in ptx
+    assert "multimem" not in ptx
+
+
+def test_emulation_phases_have_no_flags():
+    # phase 1 (stage only) and 2 (consume only) let the tests run emulated ranks one after another
+    for phase in (1, 2):
+        ptx = _ptx(0, True, phase)
+        assert "st.release.sys" not in ptx and "ld.acquire.sys" not in ptx
