@@ -153,11 +153,15 @@ def _exchange_kernel(
         tl.store(calls + cta, tl.load(calls + cta) + 1)
 
 
+MAX_BLOCK = int(os.environ.get("PKROOF_MAX_BLOCK", 4096))  # the measured default; larger blocks keep more bytes in
+# flight per thread (one vector load per 8 elements), the lever benchmarks/kernels_sweep.py --blocks explores
+
+
 def _tiling(span: int, ctas: int) -> tuple[int, int]:
-    """(BLOCK, SUB): blocks of 1024..4096 elements (16-byte accesses for every thread), and up to 16 blocks per
-    flag hand-off while every CTA still gets about four tiles to pipeline."""
+    """(BLOCK, SUB): blocks of 1024..MAX_BLOCK elements (16-byte accesses for every thread), and up to 16 blocks
+    per flag hand-off while every CTA still gets about four tiles to pipeline."""
     per_cta = max(1, span // ctas)
-    block = max(1024, min(4096, triton.next_power_of_2(per_cta)))
+    block = max(1024, min(MAX_BLOCK, triton.next_power_of_2(per_cta)))
     sub = max(1, min(16, per_cta // (4 * block)))
     return block, 1 << (sub.bit_length() - 1)  # a power of two
 
