@@ -5,6 +5,10 @@ same pair beside the measurement:
 
     @declare(mechanism="tma", schedule="intra-sm", comm_sms=16)
     def gemm_rs_tma(a, b): ...
+
+comm_sms is the number of CTAs the communication runs on (one per SM for an inter-SM kernel; a serial
+collective may launch more CTAs than the GPU has SMs). The model predicts the pair at that count
+(`pkroof.rooflines.predict`); None lets it pick the best.
 """
 
 from __future__ import annotations

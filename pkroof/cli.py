@@ -96,9 +96,20 @@ def problems() -> None:
 
 
 @app.command()
+def impls() -> None:
+    """List the built-in implementations the profiler runs beside the references (GPUs only), and their pairs."""
+    from pkroof.kernels.registry import BUILTIN_IMPLS
+
+    typer.echo(_show.implementations_table(BUILTIN_IMPLS))
+
+
+@app.command()
 def profile(
     problem: Annotated[list[str], typer.Argument(help="suite problems or problem files")],
-    impl: Annotated[list[str] | None, typer.Option(help="implementation: path/to/file.py:function (repeat)")] = None,
+    impl: Annotated[
+        list[str] | None,
+        typer.Option(help="implementation: a built-in name (pkroof impls) or path/to/file.py:function (repeat)"),
+    ] = None,
     world_size: World = None,
     shape: Shape = None,
     size: Size = None,

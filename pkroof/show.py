@@ -157,3 +157,21 @@ def advice_text(b: Bound, advice: Advice) -> str:
 def problems_table(problems: list) -> str:
     rows = [[p.name, p.category, ", ".join(p.shapes), p.source] for p in problems]
     return _table(["problem", "category", "shapes", "from"], rows)
+
+
+def implementations_table(registry: dict) -> str:
+    """Built-in implementations: the problems each implements, whose it is, whether the profiler runs it unasked,
+    and the (mechanism, schedule, comm SMs) it declares (read from the kernel, which needs triton)."""
+    from pkroof.kernels.declare import declared
+
+    rows = []
+    for name, impl in registry.items():
+        try:
+            pair = declared(impl.fn)
+            said = f"{pair['mechanism']} / {pair['schedule']}" if pair else "-"
+            if pair and pair.get("comm_sms") is not None:
+                said += f" / {pair['comm_sms']} comm CTAs"
+        except ImportError as e:  # triton or torch missing here: the registry still lists it
+            said = f"(cannot import: {e.name})"
+        rows.append([name, ", ".join(sorted(impl.problems)), impl.family, "auto" if impl.auto else "--impl", said])
+    return _table(["implementation", "problems", "from", "runs", "declares"], rows)

@@ -101,6 +101,19 @@ def test_advise_prints_a_recommendation_and_reason():
     assert "k*=" in result.stdout
 
 
+def test_impls_lists_every_builtin_with_its_pair():
+    result = runner.invoke(app, ["impls"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    # the two ecosystem all-reduces and pkroof's push all-reduce, with what they implement and how they run
+    assert any(line.split()[:2] == ["torch-symm-mem-one-shot", "all-reduce"] for line in lines)
+    assert any(line.startswith("pkroof-two-shot") and "--impl" in line for line in lines)  # ask-only
+    push = next(line for line in lines if line.startswith("pkroof-one-shot-push"))
+    assert "auto" in push
+    pytest.importorskip("triton")
+    assert "sm-store / serial / 256 comm CTAs" in push  # declared in kernels/collectives.py (CTAS_STORE)
+
+
 def test_presets_and_topology_show():
     result = runner.invoke(app, ["presets"])
     assert result.exit_code == 0
