@@ -1,7 +1,9 @@
 """pkroof's built-in implementations without a GPU: the registry, the kernels' layouts, declared pairs."""
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -86,6 +88,19 @@ def test_tiling_spreads_tiles_and_keeps_16_byte_blocks():
     assert _tiling(32 << 20, 256) == (4096, 8)
     # 256 KiB (128 Ki elements) over 256 CTAs: 512 per CTA, below the 1024-element floor: one block per tile
     assert _tiling(128 << 10, 256) == (1024, 1)
+
+
+def test_emulated_ranks_in_the_triton_interpreter():
+    # the kernel itself, on CPU: 2, 3, 4 and 8 emulated ranks × the four collectives × pull/push, at sizes that
+    # are not multiples of the block (nor, for all-reduce, of the world size), three calls each (tests/emulate.py)
+    pytest.importorskip("triton")
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(Path(__file__).parent)}
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).parent / "emulate.py")], capture_output=True, text=True, env=env,
+        timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "32 cases correct" in done.stdout
 
 
 def test_shape_labels_say_what_was_set():

@@ -1,0 +1,123 @@
+"""pkroof's collective kernel with N ranks emulated in one process, on a GPU or in Triton's interpreter on CPU.
+
+Each emulated rank has its own input, output, staging buffer and counters, and the same pointer tables a real
+rendezvous gives. The kernel runs without its flags in two phases (every rank stages, then every rank
+consumes), which checks the indexing and the double-buffered staging for any world size; the flag protocol
+itself is checked on real GPUs by the profiler. Expected values come from plain torch on the stacked inputs,
+summed in fp32 and rounded once, as the kernel does.
+
+    python tests/emulate.py          # every case, on CPU through the interpreter; exits 1 on the first mismatch
+
+The interpreter must be chosen before triton compiles anything (TRITON_INTERPRET=1 at import), so the CPU
+run is its own process.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+KINDS = ["all-reduce", "all-gather", "reduce-scatter", "all-to-all"]
+WORLDS = [2, 3, 4, 8]
+
+
+def sizes(kind: str, world: int) -> int:
+    """all-reduce: 20483 elements, neither a multiple of the 4096-element block nor of the world size; the
+    others: chunks of 10001 elements. Over 4 CTAs both give 1-2 tiles per CTA (the pipelined path)."""
+    return 5 * 4096 + 3 if kind == "all-reduce" else world * 10_001
+
+
+def _expected(kind, xs, rank):
+    import torch
+
+    world = len(xs)
+    stacked = torch.stack(xs)
+    if kind == "all-reduce":
+        return stacked.float().sum(0).to(xs[0].dtype)
+    if kind == "all-gather":
+        return stacked.reshape(-1)
+    chunks = stacked.view(world, world, -1)  # [source, destination chunk, element]
+    if kind == "reduce-scatter":
+        return chunks[:, rank].float().sum(0).to(xs[0].dtype)
+    return chunks[:, rank].reshape(-1)  # all-to-all: chunk `rank` of every source, in source order
+
+
+def emulate(kind_name: str, world: int, n: int, push: bool, ctas: int, device: str, calls: int = 3) -> None:
+    """Three consecutive calls (both parity halves), fresh inputs each; AssertionError on a wrong element."""
+    import torch
+
+    from pkroof.kernels import collectives as c
+    from pkroof.kernels.symm import FLAG_STRIDE, MAX_CTAS
+
+    kind = dict(zip(KINDS, [c.ALL_REDUCE, c.ALL_GATHER, c.REDUCE_SCATTER, c.ALL_TO_ALL], strict=True))[kind_name]
+    layout = c.Layout.of(kind, n, world, push)
+
+    def nans(numel: int) -> torch.Tensor:  # unwritten elements stay NaN and fail the comparison
+        return torch.full((numel,), float("nan"), dtype=torch.bfloat16, device=device)
+
+    def zeros(numel: int) -> torch.Tensor:
+        return torch.zeros(numel, dtype=torch.int32, device=device)
+
+    stages = [nans(2 * layout.half_size) for _ in range(world)]
+    flags = [zeros(MAX_CTAS * world * FLAG_STRIDE) for _ in range(world)]
+    table = torch.tensor([s.data_ptr() for s in stages], dtype=torch.int64, device=device)
+    flag_table = torch.tensor([f.data_ptr() for f in flags], dtype=torch.int64, device=device)
+    epochs = [zeros(MAX_CTAS) for _ in range(world)]
+    counters = [zeros(MAX_CTAS) for _ in range(world)]
+    g = torch.Generator(device="cpu").manual_seed(world * 100 + n)
+    for call in range(calls):
+        xs = [torch.randn(n, generator=g).to(torch.bfloat16).to(device) for _ in range(world)]
+        outs = [nans(layout.out_numel) for _ in range(world)]
+        for phase in (1, 2):  # every rank stages, then every rank consumes
+            for r in range(world):
+                c.launch(layout, xs[r], outs[r], table, flag_table, flags[r], epochs[r], counters[r], r, ctas=ctas,
+                         phase=phase)  # fmt: skip
+        for r in range(world):
+            want = _expected(kind_name, xs, r)
+            bad = ~torch.isclose(outs[r].float(), want.float(), rtol=1.6e-2, atol=1e-2)
+            where = bad.nonzero().flatten()[:8].tolist()
+            assert not bad.any(), (
+                f"{kind_name} {'push' if push else 'pull'}, call {call}, rank {r} of {world}: {int(bad.sum())} of "
+                f"{bad.numel()} wrong, first at {where}: got {outs[r][where].tolist()}, want {want[where].tolist()}"
+            )
+
+
+def _interpreter_ints() -> None:
+    """Triton 3.6's interpreter turns its 1-element scalar arrays into Python ints with int(array), which NumPy 2
+    refuses; give its module an int that accepts them (and is still `int` to isinstance)."""
+    import builtins
+
+    import numpy as np
+    import triton.runtime.interpreter as interpreter
+
+    class _IntType(type):
+        def __instancecheck__(cls, obj: object) -> bool:
+            return isinstance(obj, builtins.int)
+
+        def __subclasscheck__(cls, sub: type) -> bool:
+            return issubclass(sub, builtins.int)
+
+        def __call__(cls, x: object = 0, *args: object) -> int:
+            if isinstance(x, np.ndarray) and x.size == 1:
+                x = x.reshape(())
+            return builtins.int(x, *args)
+
+    class _Int(metaclass=_IntType):
+        pass
+
+    interpreter.int = _Int
+
+
+def main() -> int:
+    os.environ["TRITON_INTERPRET"] = "1"
+    _interpreter_ints()
+    for kind in KINDS:
+        for world in WORLDS:
+            for push in (False, True):
+                emulate(kind, world, sizes(kind, world), push, ctas=4, device="cpu")
+    print(f"{len(KINDS) * len(WORLDS) * 2} cases correct")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
