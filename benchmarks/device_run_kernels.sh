@@ -2,6 +2,7 @@
 # pkroof's kernels on the 2xH200 node, in one device call:
 #   bash benchmarks/device_run_kernels.sh check    emulated-rank tests + correctness at awkward sizes + fused (small)
 #   bash benchmarks/device_run_kernels.sh sweep    emulated-rank tests, the CTA sweep, fused GEMMs at llama3-8b-tp2
+#   bash benchmarks/device_run_kernels.sh blocks   the CTA sweep over block sizes 4096, 8192, 16384 (not run yet)
 #   bash benchmarks/device_run_kernels.sh time     the issue-5 evidence: collectives at 64 MiB and 256 KiB beside
 #                                                  NCCL and torch symm_mem, GEMM + all-reduce, emulated-rank tests
 # Every step is bounded (timeout) so a hang in one still leaves the others' logs under $OUT.
@@ -23,6 +24,9 @@ if [ "${1:-check}" = check ]; then
   step odd 120 all-gather reduce-scatter all-to-all --size 1000004  # chunks of 250001 elements
   step fused-small 90 $F
   step big 140 $C --size 64MiB
+elif [ "$1" = blocks ]; then  # next session: does a larger block (more bytes in flight per thread) help?
+  timeout 400 python3 benchmarks/kernels_sweep.py 64MiB 256KiB --blocks 4096,8192,16384 2>&1 | grep -v Warning \
+    | tee "$OUT/sweep-blocks.log"
 elif [ "$1" = sweep ]; then
   timeout 130 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py 2>&1 | tee "$OUT/kernel-tests.log" | tail -25
   timeout 150 python3 benchmarks/kernels_sweep.py 64MiB 256KiB 2>&1 | grep -v Warning | tee "$OUT/sweep.log"
