@@ -44,6 +44,24 @@ def workload_of(problem: Problem, world_size: int, params: dict[str, Any]):
     return trace(problem, world_size, params)
 
 
+def automatic_peers(problem: str, backend: str, log: Callable[[str], None]) -> list[str]:
+    """The built-in implementations that run beside `problem`'s reference unasked: on GPUs only, and pkroof's own
+    kernels only where triton imports (said once per call, not recorded as crashes)."""
+    import importlib.util
+
+    from pkroof.kernels.registry import BUILTIN_IMPLS
+
+    if backend != "nccl":
+        return []
+    peers = [n for n, b in BUILTIN_IMPLS.items() if b.auto and problem in b.problems]
+    if importlib.util.find_spec("triton") is None:
+        mine = [n for n in peers if BUILTIN_IMPLS[n].family == "pkroof"]
+        if mine:
+            log(f"{problem}: triton is not installed here, so pkroof's kernels ({', '.join(mine)}) are skipped")
+        peers = [n for n in peers if n not in mine]
+    return peers
+
+
 def _row(r: dict[str, Any]) -> str:
     median = r.get("median_s")
     link = r.get("achieved_link_Bps")
@@ -99,9 +117,7 @@ def profile(
         workload = workload_of(problem, world, params)
         b: Bound = bound(workload, topo.system(world))
         reference_s = None
-        peers = (
-            [n for n, b in BUILTIN_IMPLS.items() if b.auto and problem.name in b.problems] if backend == "nccl" else []
-        )
+        peers = automatic_peers(problem.name, backend, log)
         chosen = [i for i in impls if i != "reference" and not (backend == "gloo" and i in BUILTIN_IMPLS)]
         if backend == "gloo" and any(i in BUILTIN_IMPLS for i in impls):
             log("the built-in GPU implementations need GPUs: skipped on CPU ranks")

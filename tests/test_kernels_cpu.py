@@ -108,3 +108,20 @@ def test_shape_labels_say_what_was_set():
     assert p.shape_label(None, {}) == "small"
     assert p.shape_label(None, {"size_bytes": 64 << 20}) == "small size=64 MiB"
     assert p.shape_label("small", {"size_bytes": 1 << 20}) == "small"  # the shape's own value: nothing changed
+
+
+def test_automatic_peers_need_gpus_and_triton(monkeypatch):
+    import importlib.util
+
+    from pkroof.profilers.profile import automatic_peers
+
+    said = []
+    assert automatic_peers("all-reduce", "gloo", said.append) == []  # CPU ranks: no GPU implementation runs
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "triton" else real_find_spec(name)
+    )
+    peers = automatic_peers("all-reduce", "nccl", said.append)
+    # torch's own fast paths still run; pkroof's kernels are skipped with one line, not recorded as crashes
+    assert peers == ["torch-symm-mem-one-shot", "torch-symm-mem-two-shot"]
+    assert len(said) == 1 and "triton is not installed" in said[0] and "pkroof-one-shot-push" in said[0]
