@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 import platform
 import socket
 import statistics
@@ -222,6 +223,15 @@ def _environment(backend: str, topology: str) -> dict[str, Any]:
             env["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
     except (ImportError, RuntimeError, AttributeError):  # a CPU build has no NCCL to report
         pass
+    try:  # pkroof's kernels are Triton: its version is part of what was measured
+        from importlib.metadata import version
+
+        env["triton"] = version("triton")
+    except ImportError:  # PackageNotFoundError is an ImportError
+        pass
+    knobs = {k: v for k, v in os.environ.items() if k.startswith("PKROOF_")}  # CTA counts, block size
+    if knobs:
+        env["settings"] = knobs
     if backend == "nccl":
         from pkroof.topology.nvml import NA, Device, Nvml
 

@@ -31,7 +31,7 @@ NUMBERS = (
     "predicted_s",
     "prediction_error",
 )
-ENVIRONMENT = ("gpu", "driver", "cuda", "nccl", "torch", "host", "backend", "topology", "command")
+ENVIRONMENT = ("gpu", "driver", "cuda", "nccl", "torch", "triton", "settings", "host", "backend", "topology", "command")
 RECORD_COLUMNS = (
     "problem",
     "shape",
@@ -56,6 +56,8 @@ def _number(value: Any) -> float:
 
 
 def _text(value: Any) -> str:
+    if isinstance(value, Mapping):  # settings: NAME=value, sorted
+        return " ".join(f"{k}={v}" for k, v in sorted(value.items()))
     return "" if value is None else str(value)
 
 

@@ -377,12 +377,14 @@ def index_page(
 
 def _environment(records: pd.DataFrame, meta: Mapping[str, Any]) -> list[tuple[str, str]]:
     """One line per environment field: its distinct values across the problem's records."""
-    labels = {"gpu": "GPU", "driver": "driver", "cuda": "CUDA", "nccl": "NCCL", "torch": "torch", "host": "host"}
+    labels = {"gpu": "GPU", "driver": "driver", "cuda": "CUDA", "nccl": "NCCL", "torch": "torch", "triton": "triton"}
+    labels |= {"settings": "settings", "host": "host"}
     labels |= {"backend": "backend", "topology": "topology", "date": "date"}
     out = []
     for column, label in labels.items():
         values = [v for v in dict.fromkeys(records[column]) if v]
-        out.append((label, ", ".join(values) or "not recorded"))
+        missing = "defaults" if column == "settings" else "not recorded"  # PKROOF_* variables, when any were set
+        out.append((label, ", ".join(values) or missing))
     commands = [v for v in dict.fromkeys(records["command"]) if v] if "command" in records else []
     out.append(("command", meta.get("command") or ", ".join(commands) or "not recorded"))
     return out
