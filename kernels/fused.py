@@ -21,6 +21,7 @@ before returning, so tensors it used there cannot be recycled early.
 from __future__ import annotations
 
 import itertools
+import os
 
 import torch
 
@@ -29,8 +30,10 @@ from .declare import declare
 from .symm import workspace
 
 AGG_READY, AGG_FREE, GRS_READY, GRS_FREE = 0, 1, 2, 3
-AR_CHUNKS = 4
-AR_CTAS = 64
+# GEMM + all-reduce inter-SM: row chunks of the GEMM, and the CTAs its all-reduce runs on (tunable; 64 measured
+# on 2xH200, benchmarks/2026-11-30-kernels-h200x2.md)
+AR_CHUNKS = int(os.environ.get("PKROOF_INTER_SM_CHUNKS", 4))
+AR_CTAS = int(os.environ.get("PKROOF_INTER_SM_CTAS", 64))
 
 _SIDE: dict[int, torch.cuda.Stream] = {}
 
