@@ -3,6 +3,7 @@
 #   bash benchmarks/device_run_kernels.sh check    emulated-rank tests + correctness at awkward sizes + fused (small)
 #   bash benchmarks/device_run_kernels.sh sweep    emulated-rank tests, the CTA sweep, fused GEMMs at llama3-8b-tp2
 #   bash benchmarks/device_run_kernels.sh blocks   the CTA sweep over block sizes 4096, 8192, 16384 (not run yet)
+#   bash benchmarks/device_run_kernels.sh tma      the TMA pushes: emulated ranks, then the profiler (not run yet)
 #   bash benchmarks/device_run_kernels.sh time     the issue-5 evidence: collectives at 64 MiB and 256 KiB beside
 #                                                  NCCL and torch symm_mem, GEMM + all-reduce, emulated-rank tests
 # Every step is bounded (timeout) so a hang in one still leaves the others' logs under $OUT.
@@ -24,6 +25,15 @@ if [ "${1:-check}" = check ]; then
   step odd 120 all-gather reduce-scatter all-to-all --size 1000004  # chunks of 250001 elements
   step fused-small 90 $F
   step big 140 $C --size 64MiB
+elif [ "$1" = tma ]; then  # next session: the TMA pushes (interpreter- and PTX-checked only so far)
+  timeout 100 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py -k tma 2>&1 | tee "$OUT/tma-tests.log" | tail -5
+  for p in all-reduce all-gather reduce-scatter all-to-all; do  # one results file, one log (8 files come back)
+    for s in 64MiB 256KiB 1000480; do  # 1000480 B: 16-byte aligned chunks of whole 256-element rows plus a tail
+      echo "== pkroof profile $p --size $s --impl pkroof-$p-tma" | tee -a "$OUT/tma.log"
+      timeout 60 python3 -m pkroof profile $p --size $s --impl pkroof-$p-tma --timeout 30 --resume --out "$OUT/tma" \
+        2>&1 | grep -v -e Warning -e 'return func' | tee -a "$OUT/tma.log"
+    done
+  done
 elif [ "$1" = blocks ]; then  # next session: does a larger block (more bytes in flight per thread) help?
   timeout 400 python3 benchmarks/kernels_sweep.py 64MiB 256KiB --blocks 4096,8192,16384 2>&1 | grep -v Warning \
     | tee "$OUT/sweep-blocks.log"

@@ -82,6 +82,40 @@ def _stage(x, stage_table, half, rank, offs, mask, slot, chunk,
             tl.store(mine + offs, tl.load(x + offs, mask=mask), mask=mask)
 
 
+TMA_COLS = 256  # a TMA box row: 256 elements (the box's largest dimension); rows of it make a block
+
+
+@triton.jit
+def _tma_complete():
+    # every bulk copy this thread issued has completed, and the async proxy's writes are ordered before what
+    # follows (the flag's release store): without it a peer could see the flag before the data
+    return tl.inline_asm_elementwise(
+        "cp.async.bulk.wait_group 0; fence.proxy.async.global; mov.u32 $0, 0;",
+        "=r",
+        [],
+        dtype=tl.int32,
+        is_pure=False,
+        pack=1,
+    )
+
+
+@triton.jit
+def _stage_tma(x, stage_table, half, rank, row0, rows, slot, chunk,
+               KIND: tl.constexpr, WORLD: tl.constexpr, ROWS: tl.constexpr):  # fmt: skip
+    """Push rows [row0, row0 + ROWS) of this rank's data into every peer's inbox by TMA: a bulk load into shared
+    memory, a bulk store to the peer. Only whole rows of TMA_COLS elements; the caller stages the tail."""
+    ty = x.dtype.element_ty
+    for p in tl.static_range(WORLD):
+        if p != rank:
+            src = x
+            if (KIND == 2) | (KIND == 3):
+                src = x + p * chunk
+            dst = _buffer(stage_table, p, ty) + half + rank * slot
+            s_desc = tl.make_tensor_descriptor(src, shape=[rows, 256], strides=[256, 1], block_shape=[ROWS, 256])
+            d_desc = tl.make_tensor_descriptor(dst, shape=[rows, 256], strides=[256, 1], block_shape=[ROWS, 256])
+            d_desc.store([row0, 0], s_desc.load([row0, 0]))
+
+
 @triton.jit
 def _consume(x, out, stage_table, half, rank, offs, mask, slot, chunk,
              KIND: tl.constexpr, PUSH: tl.constexpr, WORLD: tl.constexpr):  # fmt: skip
@@ -114,31 +148,51 @@ def _consume(x, out, stage_table, half, rank, offs, mask, slot, chunk,
 
 
 @triton.jit
+def _stage_tile(x, stage_table, half, rank, tile, lanes, span, slot, chunk, n_tiles,
+                KIND: tl.constexpr, PUSH: tl.constexpr, WORLD: tl.constexpr, BLOCK: tl.constexpr,
+                SUB: tl.constexpr, TMA: tl.constexpr, PHASE: tl.constexpr):  # fmt: skip
+    if TMA:  # whole TMA rows by bulk copies; the last tile also stages the tail (< TMA_COLS elements) by SM stores
+        rows = span // 256
+        for s in range(SUB):
+            row0 = (tile * (SUB * BLOCK) + s * BLOCK) // 256
+            if row0 < rows:
+                _stage_tma(x, stage_table, half, rank, row0, rows, slot, chunk, KIND, WORLD, BLOCK // 256)
+        if tile == n_tiles - 1:
+            offs = rows * 256 + lanes
+            _stage(x, stage_table, half, rank, offs, offs < span, slot, chunk, KIND, PUSH, WORLD)
+        if PHASE == 0:
+            _tma_complete()
+    else:
+        for s in range(SUB):
+            offs = tile * (SUB * BLOCK) + s * BLOCK + lanes
+            _stage(x, stage_table, half, rank, offs, offs < span, slot, chunk, KIND, PUSH, WORLD)
+
+
+@triton.jit
 def _exchange_kernel(
     x, out, stage_table, flag_table, my_flags, epochs, calls, rank, n_tiles, grid, span, slot, chunk, half_size,
     KIND: tl.constexpr, PUSH: tl.constexpr, WORLD: tl.constexpr, BLOCK: tl.constexpr, SUB: tl.constexpr,
-    PHASE: tl.constexpr,
+    PHASE: tl.constexpr, TMA: tl.constexpr = False,
 ):  # fmt: skip
     # a tile is SUB blocks of BLOCK elements: one flag hand-off per tile, 16-byte accesses within a block.
     # PHASE 0 is the real thing; 1 (stage only) and 2 (consume only) skip the flags, so the tests can run
     # emulated ranks one after another on one GPU: every rank's phase 1, then every rank's phase 2.
+    # TMA (push only): the remote stores are bulk tensor copies instead of SM stores.
     cta = tl.program_id(0)
     first = tl.load(epochs + cta)  # flag values first+1, first+2, ... for this CTA's tiles
     half = (tl.load(calls + cta) % 2) * half_size
     lanes = tl.arange(0, BLOCK)
     if PHASE != 2:
-        for s in range(SUB):
-            offs = cta * (SUB * BLOCK) + s * BLOCK + lanes
-            _stage(x, stage_table, half, rank, offs, offs < span, slot, chunk, KIND, PUSH, WORLD)
+        _stage_tile(x, stage_table, half, rank, cta, lanes, span, slot, chunk, n_tiles,
+                    KIND, PUSH, WORLD, BLOCK, SUB, TMA, PHASE)  # fmt: skip
     if PHASE == 0:
         signal_peers(flag_table, cta, rank, first + 1, WORLD)
     k = 0
     for tile in range(cta, n_tiles, grid):
         nxt = tile + grid
         if (nxt < n_tiles) & (PHASE != 2):  # stage the next tile before waiting on this one
-            for s in range(SUB):
-                offs = nxt * (SUB * BLOCK) + s * BLOCK + lanes
-                _stage(x, stage_table, half, rank, offs, offs < span, slot, chunk, KIND, PUSH, WORLD)
+            _stage_tile(x, stage_table, half, rank, nxt, lanes, span, slot, chunk, n_tiles,
+                        KIND, PUSH, WORLD, BLOCK, SUB, TMA, PHASE)  # fmt: skip
             if PHASE == 0:
                 signal_peers(flag_table, cta, rank, first + k + 2, WORLD)
         if PHASE == 0:
@@ -173,9 +227,11 @@ def exchange(
     push: bool,
     ctas: int,
     out: torch.Tensor | None = None,
+    tma: bool = False,
     group: dist.ProcessGroup | None = None,
 ) -> torch.Tensor:
-    """Run one collective of `kind` on this rank's `x` (read as 1-D) into `out` (a new tensor if None)."""
+    """Run one collective of `kind` on this rank's `x` (read as 1-D) into `out` (a new tensor if None). tma: push by
+    TMA bulk copies where the layout allows it (tma_capable), else by SM stores."""
     ws = workspace(group)
     x = x.contiguous()
     layout = Layout.of(kind, x.numel(), ws.world, push)
@@ -185,7 +241,8 @@ def exchange(
         raise ValueError(f"{_NAMES[kind]}: out must be contiguous with {layout.out_numel} elements")
     _, table = ws.buffer(f"{_NAMES[kind]}-{'push' if push else 'pull'}", 2 * layout.half_size, x.dtype)
     calls = _calls(ws, ("exchange", ws.group_name, kind, push, x.numel(), x.dtype))
-    launch(layout, x, out, table, ws.flag_table, ws.flags, ws.epochs, calls, ws.rank, ctas=ctas)
+    tma = tma and tma_capable(layout, x)
+    launch(layout, x, out, table, ws.flag_table, ws.flags, ws.epochs, calls, ws.rank, ctas=ctas, tma=tma)
     return out
 
 
@@ -213,11 +270,40 @@ class Layout:
         return Layout(kind, push, world, span, chunk, slot, half_size, out_numel)
 
 
+def tma_capable(layout: Layout, x: torch.Tensor) -> bool:
+    """TMA addresses 16-byte aligned rows: the input, and (reduce-scatter, all-to-all) every rank's chunk of it."""
+    aligned = x.data_ptr() % 16 == 0
+    if layout.kind in (REDUCE_SCATTER, ALL_TO_ALL):
+        aligned &= (layout.chunk * x.element_size()) % 16 == 0
+    return layout.push and aligned
+
+
+def _tma_scratch(size: int, alignment: int, stream: int | None) -> torch.Tensor:
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
 def launch(
-    layout: Layout, x, out, stage_table, flag_table, my_flags, epochs, calls, rank: int, *, ctas: int, phase: int = 0
+    layout: Layout,
+    x,
+    out,
+    stage_table,
+    flag_table,
+    my_flags,
+    epochs,
+    calls,
+    rank: int,
+    *,
+    ctas: int,
+    phase: int = 0,
+    tma: bool = False,
 ) -> None:
     """The kernel for one rank: tables are int64 addresses of every rank's staging buffer and flags (real peers
-    through symmetric memory, or emulated ranks' buffers on one GPU in the tests, with phase 1 then 2)."""
+    through symmetric memory, or emulated ranks' buffers on one GPU in the tests, with phase 1 then 2). With
+    tma, the remote stores are TMA bulk copies (push only; see tma_capable)."""
+    if tma:
+        assert tma_capable(layout, x), "TMA needs a push layout with 16-byte aligned rows"
+        if x.is_cuda:  # device-side tensor descriptors live in a little global scratch
+            triton.set_allocator(_tma_scratch)
     block, sub = _tiling(layout.span, ctas)
     n_tiles = triton.cdiv(layout.span, block * sub)
     grid = min(ctas, n_tiles, MAX_CTAS - 1)
@@ -242,6 +328,7 @@ def launch(
         BLOCK=block,
         SUB=sub,
         PHASE=phase,
+        TMA=tma,
         num_warps=8 if block >= 4096 else 4,
     )
 
@@ -262,6 +349,7 @@ def _calls(ws: Workspace, key: tuple) -> torch.Tensor:
 # run 17); with staging and hand-offs more help (benchmarks/data/2026-11-30-kernels, sweep): 256 for push at 64 MiB
 CTAS_LOAD = int(os.environ.get("PKROOF_CTAS_LOAD", 128))
 CTAS_STORE = int(os.environ.get("PKROOF_CTAS_STORE", 256))
+CTAS_TMA = int(os.environ.get("PKROOF_CTAS_TMA", 32))  # the probe: 16 CTAs of TMA copies reach 90% of the link
 
 
 @declare(mechanism="sm-load", schedule="serial", comm_sms=CTAS_LOAD)
@@ -314,3 +402,27 @@ def all_reduce_two_shot(x):
     chunk = exchange(REDUCE_SCATTER, flat, push=False, ctas=CTAS_LOAD)
     full = exchange(ALL_GATHER, chunk, push=True, ctas=CTAS_STORE)
     return full[: x.numel()].view_as(x)
+
+
+# TMA pushes (not yet measured on GPUs: ask for them with --impl). Chunks that are not 16-byte multiples (which
+# TMA cannot address) go by SM stores, as pkroof-*-push.
+
+
+@declare(mechanism="tma", schedule="serial", comm_sms=CTAS_TMA)
+def all_reduce_tma(x):
+    return exchange(ALL_REDUCE, x, push=True, ctas=CTAS_TMA, tma=True)
+
+
+@declare(mechanism="tma", schedule="serial", comm_sms=CTAS_TMA)
+def all_gather_tma(shard):
+    return exchange(ALL_GATHER, shard, push=True, ctas=CTAS_TMA, tma=True)
+
+
+@declare(mechanism="tma", schedule="serial", comm_sms=CTAS_TMA)
+def reduce_scatter_tma(x):
+    return exchange(REDUCE_SCATTER, x, push=True, ctas=CTAS_TMA, tma=True)
+
+
+@declare(mechanism="tma", schedule="serial", comm_sms=CTAS_TMA)
+def all_to_all_tma(x):
+    return exchange(ALL_TO_ALL, x, push=True, ctas=CTAS_TMA, tma=True)

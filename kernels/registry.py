@@ -61,6 +61,11 @@ BUILTIN_IMPLS: dict[str, BuiltinImpl] = {
             "pkroof-reduce-scatter-push": ("reduce_scatter_push", {"reduce-scatter"}),
             "pkroof-all-to-all-push": ("all_to_all_push", {"all-to-all"}),
             "pkroof-all-to-all-pull": ("all_to_all_pull", {"all-to-all"}, False),
+            # TMA pushes: checked in Triton's interpreter and compiled for sm_90, not yet run on GPUs
+            "pkroof-all-reduce-tma": ("all_reduce_tma", {"all-reduce"}, False),
+            "pkroof-all-gather-tma": ("all_gather_tma", {"all-gather"}, False),
+            "pkroof-reduce-scatter-tma": ("reduce_scatter_tma", {"reduce-scatter"}, False),
+            "pkroof-all-to-all-tma": ("all_to_all_tma", {"all-to-all"}, False),
         },
     ),
     **_entries(

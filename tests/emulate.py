@@ -42,7 +42,15 @@ def _expected(kind, xs, rank):
     return chunks[:, rank].reshape(-1)  # all-to-all: chunk `rank` of every source, in source order
 
 
-def emulate(kind_name: str, world: int, n: int, push: bool, ctas: int, device: str, calls: int = 3) -> None:
+def tma_sizes(kind: str, world: int) -> int:
+    """TMA moves whole 256-element rows of 16-byte aligned chunks: all-reduce 20488 elements (80 rows and a tail
+    of 8), the others chunks of 10008 (39 rows and a tail of 24), so both the bulk copies and the tail run."""
+    return 80 * 256 + 8 if kind == "all-reduce" else world * (39 * 256 + 24)
+
+
+def emulate(
+    kind_name: str, world: int, n: int, push: bool, ctas: int, device: str, calls: int = 3, tma: bool = False
+) -> None:
     """Three consecutive calls (both parity halves), fresh inputs each; AssertionError on a wrong element."""
     import torch
 
@@ -71,14 +79,15 @@ def emulate(kind_name: str, world: int, n: int, push: bool, ctas: int, device: s
         for phase in (1, 2):  # every rank stages, then every rank consumes
             for r in range(world):
                 c.launch(layout, xs[r], outs[r], table, flag_table, flags[r], epochs[r], counters[r], r, ctas=ctas,
-                         phase=phase)  # fmt: skip
+                         phase=phase, tma=tma)  # fmt: skip
         for r in range(world):
             want = _expected(kind_name, xs, r)
             bad = ~torch.isclose(outs[r].float(), want.float(), rtol=1.6e-2, atol=1e-2)
             where = bad.nonzero().flatten()[:8].tolist()
+            mode = "tma" if tma else "push" if push else "pull"
             assert not bad.any(), (
-                f"{kind_name} {'push' if push else 'pull'}, call {call}, rank {r} of {world}: {int(bad.sum())} of "
-                f"{bad.numel()} wrong, first at {where}: got {outs[r][where].tolist()}, want {want[where].tolist()}"
+                f"{kind_name} {mode}, call {call}, rank {r} of {world}: {int(bad.sum())} of {bad.numel()} wrong, "
+                f"first at {where}: got {outs[r][where].tolist()}, want {want[where].tolist()}"
             )
 
 
@@ -111,11 +120,19 @@ def _interpreter_ints() -> None:
 def main() -> int:
     os.environ["TRITON_INTERPRET"] = "1"
     _interpreter_ints()
+    import torch
+    import triton
+
+    triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8))  # TMA descriptors
+    cases = 0
     for kind in KINDS:
         for world in WORLDS:
             for push in (False, True):
                 emulate(kind, world, sizes(kind, world), push, ctas=4, device="cpu")
-    print(f"{len(KINDS) * len(WORLDS) * 2} cases correct")
+                cases += 1
+            emulate(kind, world, tma_sizes(kind, world), True, ctas=4, device="cpu", tma=True)
+            cases += 1
+    print(f"{cases} cases correct")
     return 0
 
 

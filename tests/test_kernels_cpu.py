@@ -91,8 +91,9 @@ def test_tiling_spreads_tiles_and_keeps_16_byte_blocks():
 
 
 def test_emulated_ranks_in_the_triton_interpreter():
-    # the kernel itself, on CPU: 2, 3, 4 and 8 emulated ranks × the four collectives × pull/push, at sizes that
-    # are not multiples of the block (nor, for all-reduce, of the world size), three calls each (tests/emulate.py)
+    # the kernel itself, on CPU: 2, 3, 4 and 8 emulated ranks × the four collectives × pull/push/TMA push, at
+    # sizes that are not multiples of the block (nor, for all-reduce, of the world size; for TMA, with a tail of
+    # less than a row), three calls each (tests/emulate.py)
     pytest.importorskip("triton")
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(Path(__file__).parent)}
     done = subprocess.run(
@@ -100,7 +101,7 @@ def test_emulated_ranks_in_the_triton_interpreter():
         timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "32 cases correct" in done.stdout
+    assert "48 cases correct" in done.stdout  # 4 collectives × 4 world sizes × (pull, push, TMA push)
 
 
 def test_shape_labels_say_what_was_set():

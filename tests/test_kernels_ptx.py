@@ -22,15 +22,16 @@ ALIGNED = {"x", "out", "stage_table", "flag_table", "my_flags", "epochs", "calls
            "half_size"}  # fmt: skip
 
 
-def _ptx(kind: int, push: bool, phase: int = 0) -> str:
+def _ptx(kind: int, push: bool, phase: int = 0, tma: bool = False) -> str:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     from pkroof.kernels.collectives import _exchange_kernel
 
-    signature = dict(zip(ARGS, TYPES, strict=True)) | dict.fromkeys(["KIND", "PUSH", "WORLD", "BLOCK", "SUB", "PHASE"],
-                                                                    "constexpr")  # fmt: skip
-    constants = {"KIND": kind, "PUSH": push, "WORLD": 4, "BLOCK": 4096, "SUB": 4, "PHASE": phase}
+    signature = dict(zip(ARGS, TYPES, strict=True)) | dict.fromkeys(
+        ["KIND", "PUSH", "WORLD", "BLOCK", "SUB", "PHASE", "TMA"], "constexpr"
+    )
+    constants = {"KIND": kind, "PUSH": push, "WORLD": 4, "BLOCK": 4096, "SUB": 4, "PHASE": phase, "TMA": tma}
     attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(ARGS) if name in ALIGNED}
     source = ASTSource(_exchange_kernel, signature, constants, attrs=attrs)
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8}).asm["ptx"]
@@ -53,3 +54,13 @@ def test_emulation_phases_have_no_flags():
     for phase in (1, 2):
         ptx = _ptx(0, True, phase)
         assert "st.release.sys" not in ptx and "ld.acquire.sys" not in ptx
+
+
+@pytest.mark.parametrize("kind", [0, 1, 2, 3], ids=["all-reduce", "all-gather", "reduce-scatter", "all-to-all"])
+def test_tma_push_uses_bulk_tensor_copies_and_completes_them_before_the_flag(kind):
+    ptx = _ptx(kind, True, tma=True)
+    assert "cp.async.bulk.tensor" in ptx  # the remote stores are TMA bulk copies
+    # the flag's release store must not overtake the bulk copies: wait for them, then a proxy fence, then the flag
+    complete = ptx.find("cp.async.bulk.wait_group 0; fence.proxy.async.global;")
+    assert complete >= 0 and ptx.find("st.release.sys", complete) > complete
+    assert "multimem" not in ptx
