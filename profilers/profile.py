@@ -18,7 +18,7 @@ from .run import Job, finish, resolve_impl, run_job
 
 REFERENCE_PAIR = {"mechanism": "nccl", "schedule": "serial"}  # PyTorch + torch.distributed: compute, then NCCL
 HEADER = (
-    f"{'problem':26} {'shape':16} {'impl':26} {'size':>10} {'status':9} {'time':>10} {'link GB/s':>9} "
+    f"{'problem':26} {'shape':20} {'impl':33} {'size':>10} {'status':9} {'time':>10} {'link GB/s':>9} "
     f"{'t_roof':>10} {'roof':>5} {'vs ref':>6}"
 )
 
@@ -71,7 +71,7 @@ def _row(r: dict[str, Any]) -> str:
     impl = r["impl"].rpartition("/")[2]
     size = r.get("comm_bytes")
     return (
-        f"{problem[:26]:26} {r['shape'][:16]:16} {impl[-26:]:26} {fmt_bytes(size) if size else '-':>10} "
+        f"{problem[:26]:26} {r['shape'][:20]:20} {impl[:33]:33} {fmt_bytes(size) if size else '-':>10} "
         f"{r['status']:9} "
         f"{fmt_s(median) if median else '-':>10} {f'{link / 1e9:.1f}' if link else '-':>9} "
         f"{fmt_s(r['t_roof_s']):>10} {f'{roof:.0%}' if roof else '-':>5} {f'{speed:.2f}x' if speed else '-':>6}"
