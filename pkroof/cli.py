@@ -256,3 +256,6 @@ def advise(
         typer.echo()
     else:
         typer.echo(_show.advice_text(b, advice))
+        kernels = _show.builtin_kernels_text(problem, advice)
+        if kernels:
+            typer.echo("\n" + kernels)

@@ -175,3 +175,26 @@ def implementations_table(registry: dict) -> str:
             said = f"(cannot import: {e.name})"
         rows.append([name, ", ".join(sorted(impl.problems)), impl.family, "auto" if impl.auto else "--impl", said])
     return _table(["implementation", "problems", "from", "runs", "declares"], rows)
+
+
+def builtin_kernels_text(problem: str, advice: Advice) -> str:
+    """The built-in implementations of `problem` that can be profiled now, the recommended pair's marked."""
+    from pkroof.kernels.declare import declared
+    from pkroof.kernels.registry import BUILTIN_IMPLS
+
+    best = (advice.best.mechanism.value, advice.best.schedule.value)
+    lines = []
+    for name, impl in BUILTIN_IMPLS.items():
+        if problem not in impl.problems:
+            continue
+        try:
+            pair = declared(impl.fn)
+        except ImportError:  # no triton here: name it without its pair
+            pair = None
+        said = f"{pair['mechanism']} + {pair['schedule']}" if pair else impl.family
+        mark = "  <- the recommended pair" if pair and (pair["mechanism"], pair["schedule"]) == best else ""
+        lines.append(f"  {name:34} {said}{mark}")
+    if not lines:
+        return ""
+    head = f"built-in implementations to measure it against (pkroof profile {problem} --impl NAME, on GPUs):"
+    return "\n".join([head, *lines])

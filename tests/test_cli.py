@@ -101,6 +101,17 @@ def test_advise_prints_a_recommendation_and_reason():
     assert "k*=" in result.stdout
 
 
+def test_advise_names_the_builtin_implementations_to_measure():
+    result = runner.invoke(app, ["advise", "gemm-reduce-scatter", "--topology", "h200x2", "--shape", "llama3-8b-tp2"])
+    assert result.exit_code == 0, result.output
+    assert "pkroof profile gemm-reduce-scatter --impl NAME" in result.output
+    for name in ("torch-fused-matmul-reduce-scatter", "pkroof-gemm-rs-ce", "pkroof-gemm-rs-epilogue"):
+        assert name in result.output
+    # a problem no built-in implements gets no such list
+    other = runner.invoke(app, ["advise", "halo-exchange", "--topology", "h200x2"])
+    assert other.exit_code == 0 and "built-in implementations" not in other.output
+
+
 def test_impls_lists_every_builtin_with_its_pair():
     result = runner.invoke(app, ["impls"])
     assert result.exit_code == 0, result.output
