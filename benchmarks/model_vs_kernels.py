@@ -13,10 +13,8 @@ import json
 import sys
 from pathlib import Path
 
-from pkroof.kernels.declare import declared
-from pkroof.kernels.registry import BUILTIN_IMPLS
 from pkroof.profilers.problems import load
-from pkroof.profilers.profile import workload_of
+from pkroof.profilers.profile import declared_pair, workload_of
 from pkroof.rooflines import Mechanism, Schedule, bound, predict
 from pkroof.rooflines.units import fmt_bytes, fmt_s
 from pkroof.topology import resolve
@@ -43,23 +41,16 @@ def _measured() -> list[tuple[str, dict, str, float]]:
     return rows
 
 
-def _pair(impl: str) -> dict | None:
-    if impl == "reference":
-        return {"mechanism": "nccl", "schedule": "serial", "comm_sms": None}
-    builtin = BUILTIN_IMPLS.get(impl)
-    return declared(builtin.fn) if builtin and builtin.family == "pkroof" else None
-
-
 def main(topology_name: str) -> None:
     system = resolve(topology_name).system(2)
     print(f"{'problem':20} {'size':>8} {'impl':26} {'pair':24} {'measured':>9} {'predicted':>9} {'error':>6}")
     for problem_name, params, impl, seconds in _measured():
-        pair = _pair(impl)
-        if pair is None:
-            continue
         problem = load(problem_name)
+        pair = declared_pair(problem, impl)
+        if pair is None:  # torch's own fast paths declare no pair
+            continue
         w = workload_of(problem, 2, params)
-        p = predict(w, system, Mechanism(pair["mechanism"]), Schedule(pair["schedule"]), pair["comm_sms"])
+        p = predict(w, system, Mechanism(pair["mechanism"]), Schedule(pair["schedule"]), pair.get("comm_sms"))
         size = fmt_bytes(sum(op.size_bytes for op in w.comm))
         label = f"{pair['mechanism']}/{pair['schedule']}"
         err = (seconds - p.t_s) / p.t_s

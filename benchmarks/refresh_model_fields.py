@@ -14,20 +14,11 @@ import sys
 from datetime import date
 from pathlib import Path
 
-from pkroof.kernels.declare import declared
-from pkroof.kernels.registry import BUILTIN_IMPLS
 from pkroof.profilers.analysis import analysis
 from pkroof.profilers.problems import load
-from pkroof.profilers.profile import REFERENCE_PAIR, workload_of
+from pkroof.profilers.profile import declared_pair, workload_of
 from pkroof.rooflines import Mechanism, Schedule, predict
 from pkroof.topology import resolve
-
-
-def _pair(impl: str) -> dict | None:
-    if impl == "reference":
-        return REFERENCE_PAIR
-    builtin = BUILTIN_IMPLS.get(impl)
-    return declared(builtin.fn) if builtin else None
 
 
 def refresh(record: dict, stamp: str) -> dict:
@@ -35,7 +26,7 @@ def refresh(record: dict, stamp: str) -> dict:
     world = record["world_size"]
     system = resolve(record["environment"]["topology"]).system(world)
     workload = workload_of(problem, world, record["params"])
-    pair = _pair(record["impl"])
+    pair = declared_pair(problem, record["impl"])
     if pair:
         p = predict(workload, system, Mechanism(pair["mechanism"]), Schedule(pair["schedule"]), pair.get("comm_sms"))
         record["comm_sms"] = pair.get("comm_sms")

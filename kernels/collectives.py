@@ -36,7 +36,7 @@ import triton
 import triton.language as tl
 
 from .declare import declare
-from .symm import MAX_CTAS, Workspace, signal_peers, wait_peers, workspace
+from .symm import MAX_CTAS, signal_peers, wait_peers, workspace
 
 ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL = 0, 1, 2, 3
 _NAMES = {ALL_REDUCE: "all-reduce", ALL_GATHER: "all-gather", REDUCE_SCATTER: "reduce-scatter", ALL_TO_ALL: "a2a"}
@@ -240,7 +240,7 @@ def exchange(
     elif out.numel() != layout.out_numel or not out.is_contiguous():
         raise ValueError(f"{_NAMES[kind]}: out must be contiguous with {layout.out_numel} elements")
     _, table = ws.buffer(f"{_NAMES[kind]}-{'push' if push else 'pull'}", 2 * layout.half_size, x.dtype)
-    calls = _calls(ws, ("exchange", ws.group_name, kind, push, x.numel(), x.dtype))
+    calls = ws.counter(("exchange", kind, push, x.numel(), x.dtype))  # call parity of this staging buffer
     tma = tma and tma_capable(layout, x)
     launch(layout, x, out, table, ws.flag_table, ws.flags, ws.epochs, calls, ws.rank, ctas=ctas, tma=tma)
     return out
@@ -331,16 +331,6 @@ def launch(
         TMA=tma,
         num_warps=8 if block >= 4096 else 4,
     )
-
-
-_CALLS: dict[tuple, torch.Tensor] = {}
-
-
-def _calls(ws: Workspace, key: tuple) -> torch.Tensor:
-    """A per-CTA call counter for one staging buffer of one group (its parity picks the half)."""
-    if key not in _CALLS:
-        _CALLS[key] = torch.zeros(MAX_CTAS, dtype=torch.int32, device=ws.device)
-    return _CALLS[key]
 
 
 # ---- implementations the profiler runs against the suite's problems (kernels/registry.py) -------------------------

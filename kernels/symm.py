@@ -28,6 +28,8 @@ import triton.language as tl
 MAX_CTAS = 512  # flag slots per source rank; a kernel's grid never exceeds it
 MAX_POLLS = 1 << 24
 FLAG_STRIDE = 32  # int32s between flag slots: each slot on its own 128-byte line (no false sharing)
+_POLLS = tl.constexpr(MAX_POLLS)  # the same numbers, as Triton reads globals inside kernels
+_STRIDE = tl.constexpr(FLAG_STRIDE)
 
 
 @triton.jit
@@ -58,7 +60,7 @@ def signal_peers(flag_table, slot, rank, value, WORLD: tl.constexpr):
     for p in tl.static_range(WORLD):
         if p != rank:
             peer_flags = tl.load(flag_table + p).to(tl.pointer_type(tl.int32))
-            _st_release_sys_thread0(peer_flags + (slot * WORLD + rank) * 32, value)  # FLAG_STRIDE
+            _st_release_sys_thread0(peer_flags + (slot * WORLD + rank) * _STRIDE, value)
 
 
 @triton.jit
@@ -66,10 +68,10 @@ def wait_peers(my_flags, slot, rank, value, WORLD: tl.constexpr):
     """Spin (acquire loads of local memory) until every peer's flag (slot, peer) here is at least `value`."""
     for p in tl.static_range(WORLD):
         if p != rank:
-            addr = my_flags + (slot * WORLD + p) * 32  # FLAG_STRIDE
+            addr = my_flags + (slot * WORLD + p) * _STRIDE
             seen = _ld_acquire_sys(addr)
             polls = 0
-            while (seen < value) & (polls < 16777216):  # MAX_POLLS
+            while (seen < value) & (polls < _POLLS):
                 seen = _ld_acquire_sys(addr)
                 polls += 1
     tl.debug_barrier()
@@ -99,7 +101,7 @@ def _wait_one_kernel(my_flags, counters, peer, credit, SLOT: tl.constexpr, WORLD
     value = tl.load(counters + SLOT * WORLD + peer) + 1
     seen = tl.atomic_add(my_flags + SLOT * WORLD + peer, 0, sem="acquire", scope="sys")
     polls = 0
-    while (seen < value - credit) & (polls < 16777216):
+    while (seen < value - credit) & (polls < _POLLS):
         seen = tl.atomic_add(my_flags + SLOT * WORLD + peer, 0, sem="acquire", scope="sys")
         polls += 1
     tl.store(counters + SLOT * WORLD + peer, value)
@@ -124,6 +126,13 @@ class Workspace:
     sent: torch.Tensor  # local int32 [EVENT_SLOTS * world]: raises sent per (event, peer)
     received: torch.Tensor  # local int32 [EVENT_SLOTS * world]: raises consumed per (event, peer)
     buffers: dict[tuple, tuple[torch.Tensor, torch.Tensor, object]] = field(default_factory=dict)
+    counters: dict[tuple, torch.Tensor] = field(default_factory=dict)
+
+    def counter(self, key: tuple) -> torch.Tensor:
+        """A local int32 counter per CTA slot, one array per key (e.g. the call parity of one staging buffer)."""
+        if key not in self.counters:
+            self.counters[key] = torch.zeros(MAX_CTAS, dtype=torch.int32, device=self.device)
+        return self.counters[key]
 
     def buffer(self, name: str, numel: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
         """A symmetric buffer (this rank's view) and its int64 table of every rank's address; allocated once

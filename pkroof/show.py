@@ -159,15 +159,20 @@ def problems_table(problems: list) -> str:
     return _table(["problem", "category", "shapes", "from"], rows)
 
 
+def _declared(impl) -> dict | None:
+    """The pair a built-in implementation declares; importing it may need triton (ImportError without)."""
+    from pkroof.kernels.declare import declared
+
+    return declared(impl.fn)
+
+
 def implementations_table(registry: dict) -> str:
     """Built-in implementations: the problems each implements, whose it is, whether the profiler runs it unasked,
     and the (mechanism, schedule, comm SMs) it declares (read from the kernel, which needs triton)."""
-    from pkroof.kernels.declare import declared
-
     rows = []
     for name, impl in registry.items():
         try:
-            pair = declared(impl.fn)
+            pair = _declared(impl)
             said = f"{pair['mechanism']} / {pair['schedule']}" if pair else "-"
             if pair and pair.get("comm_sms") is not None:
                 said += f" / {pair['comm_sms']} comm CTAs"
@@ -179,7 +184,6 @@ def implementations_table(registry: dict) -> str:
 
 def builtin_kernels_text(problem: str, advice: Advice) -> str:
     """The built-in implementations of `problem` that can be profiled now, the recommended pair's marked."""
-    from pkroof.kernels.declare import declared
     from pkroof.kernels.registry import BUILTIN_IMPLS
 
     best = (advice.best.mechanism.value, advice.best.schedule.value)
@@ -188,7 +192,7 @@ def builtin_kernels_text(problem: str, advice: Advice) -> str:
         if problem not in impl.problems:
             continue
         try:
-            pair = declared(impl.fn)
+            pair = _declared(impl)
         except ImportError:  # no triton here: name it without its pair
             pair = None
         said = f"{pair['mechanism']} + {pair['schedule']}" if pair else impl.family

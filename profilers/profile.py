@@ -44,6 +44,11 @@ def workload_of(problem: Problem, world_size: int, params: dict[str, Any]):
     return trace(problem, world_size, params)
 
 
+def declared_pair(problem: Problem, impl: str) -> dict[str, Any] | None:
+    """The (mechanism, schedule, comm_sms) an implementation declares; the reference is NCCL, serial."""
+    return REFERENCE_PAIR if impl == "reference" else declared(resolve_impl(problem, impl))
+
+
 def automatic_peers(problem: str, backend: str, log: Callable[[str], None]) -> list[str]:
     """The built-in implementations that run beside `problem`'s reference unasked: on GPUs only, and pkroof's own
     kernels only where triton imports (said once per call, not recorded as crashes)."""
@@ -135,7 +140,7 @@ def profile(
             result["comm_bytes"] = sum(op.size_bytes for op in b.workload.comm)  # nccl-tests' size convention
             if impl == "reference":  # the report's page data, so a report of these results needs no torch
                 result["analysis"] = analysis(problem, params, world, topo.system(world), workload=workload)
-            pair = REFERENCE_PAIR if impl == "reference" else declared(resolve_impl(problem, impl))
+            pair = declared_pair(problem, impl)
             if pair:
                 comm_sms = pair.get("comm_sms")
                 predicted = predict(
