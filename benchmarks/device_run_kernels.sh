@@ -4,6 +4,9 @@
 #   bash benchmarks/device_run_kernels.sh sweep    emulated-rank tests, the CTA sweep, fused GEMMs at llama3-8b-tp2
 #   bash benchmarks/device_run_kernels.sh blocks   the CTA sweep over block sizes 4096, 8192, 16384 (not run yet)
 #   bash benchmarks/device_run_kernels.sh tma      the TMA pushes: emulated ranks, then the profiler (not run yet)
+#   bash benchmarks/device_run_kernels.sh variants GPU tests; sweeps of the pipelined copy-engine chunk size and of
+#                                                  the push / split-role / TMA kernels over CTAs
+#   bash benchmarks/device_run_kernels.sh odd      TMA, split and CE variants through the profiler at an awkward size
 #   bash benchmarks/device_run_kernels.sh time     the issue-5 evidence: collectives at 64 MiB and 256 KiB beside
 #                                                  NCCL and torch symm_mem, GEMM + all-reduce, emulated-rank tests
 # Every step is bounded (timeout) so a hang in one still leaves the others' logs under $OUT.
@@ -33,6 +36,23 @@ elif [ "$1" = tma ]; then  # next session: the TMA pushes (interpreter- and PTX-
       timeout 60 python3 -m pkroof profile $p --size $s --impl pkroof-$p-tma --timeout 30 --resume --out "$OUT/tma" \
         2>&1 | grep -v -e Warning -e 'return func' | tee -a "$OUT/tma.log"
     done
+  done
+elif [ "$1" = variants ]; then
+  timeout 230 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py tests/test_profiler_gpu.py \
+    tests/test_probe_gpu.py 2>&1 | tee "$OUT/gpu-tests.log" | tail -8
+  timeout 80 python3 benchmarks/kernels_sweep.py 64MiB 1MiB --ce-chunks 2,4,8,16 2>&1 | grep -v Warning \
+    | tee "$OUT/sweep-ce.log"
+  timeout 150 python3 benchmarks/kernels_sweep.py 64MiB 256KiB --modes push,split --blocks 4096,16384 \
+    --ctas 64,128,256 2>&1 | grep -v Warning | tee "$OUT/sweep-variants.log"
+  timeout 50 python3 benchmarks/kernels_sweep.py 64MiB 256KiB --modes tma --ctas 16,32,64 2>&1 | grep -v Warning \
+    | tee -a "$OUT/sweep-variants.log"
+  timeout 30 python3 benchmarks/carveout_check.py 2>&1 | tee "$OUT/carveout.log"
+elif [ "$1" = odd ]; then  # the variants through the profiler's correctness check on the real ranks
+  for p in all-reduce all-gather reduce-scatter all-to-all; do  # 1000480 B: a tail after whole TMA rows
+    echo "== pkroof profile $p --size 1000480 (+ tma, split)" | tee -a "$OUT/odd.log"
+    timeout 45 python3 -m pkroof profile $p --size 1000480 --impl pkroof-$p-tma --impl pkroof-$p-split \
+      --impl pkroof-$p-ce --timeout 30 --resume --out "$OUT/odd" 2>&1 | grep -v -e Warning -e 'return func' \
+      | tee -a "$OUT/odd.log"
   done
 elif [ "$1" = blocks ]; then  # next session: does a larger block (more bytes in flight per thread) help?
   timeout 400 python3 benchmarks/kernels_sweep.py 64MiB 256KiB --blocks 4096,8192,16384 2>&1 | grep -v Warning \

@@ -1,10 +1,13 @@
 """Sweep pkroof's collective kernel over CTA counts (and block sizes) on every GPU of a node.
 
-    python3 benchmarks/kernels_sweep.py [SIZE ...] [--blocks 4096,8192,16384]   (default: 64MiB 256KiB, 4096)
+    python3 benchmarks/kernels_sweep.py [SIZE ...] [--blocks 4096,8192,16384] [--modes pull,push,split,tma]
+                                         [--ctas 16,32,64,128,256]   (default: 64MiB 256KiB, 4096, pull,push)
+    python3 benchmarks/kernels_sweep.py [SIZE ...] --ce-chunks 2,4,8,16          copy-engine chunk sizes (MiB)
 
 One process per GPU; each configuration is timed by pkroof's own timing function (CUDA graphs, 20 samples,
 slowest rank) on one fixed input; correctness is the profiler's job, not this script's. The block size is
-the largest BLOCK the kernel may pick (kernels/collectives.py, MAX_BLOCK).
+the largest BLOCK the kernel may pick (kernels/collectives.py, MAX_BLOCK). With --ce-chunks it times the
+copy-engine collectives (kernels/copy_engine.py) instead, once per chunk size (CHUNK_BYTES).
 """
 
 import argparse
@@ -18,44 +21,89 @@ KINDS = {"all-reduce": 0, "all-gather": 1, "reduce-scatter": 2, "all-to-all": 3}
 CTAS = [16, 32, 64, 128, 256]
 
 
-def _worker(rank: int, world: int, sizes: list[str], blocks: list[int]) -> None:
+def _ce_rows(world: int, sizes: list[str], chunks_mib: list[int], show) -> list[tuple]:
+    import pkroof.kernels.copy_engine as ce
+    from pkroof.profilers.timing import time_device
+    from pkroof.rooflines.units import parse_size
+
+    fns = {"all-reduce": ce.all_reduce_ce, "all-gather": ce.all_gather_ce, "reduce-scatter": ce.reduce_scatter_ce}
+    fns["all-to-all"] = ce.all_to_all_ce
+    rows = []
+    for size in sizes:
+        nbytes = parse_size(size)
+        for name, fn in fns.items():
+            numel = nbytes // 2 // (world if name == "all-gather" else 1)
+            x = torch.randn(numel, device="cuda", dtype=torch.bfloat16)
+            for mib in chunks_mib:
+                ce.CHUNK_BYTES = mib << 20
+                t = time_device(lambda i, f=fn, x=x: f(x), iters=20, barrier=dist.barrier, group=dist.group.WORLD)
+                rows.append((size, name, "ce", f"{mib}MiB", 0, t.median_s * 1e6))
+                show(rows[-1:])
+    return rows
+
+
+MODES = {"pull": {"push": False}, "push": {"push": True}, "split": {"push": True, "split": True}}
+MODES["tma"] = {"push": True, "tma": True}
+
+
+def _worker(
+    rank: int, world: int, sizes: list[str], blocks: list[int], chunks_mib: list[int], modes: list[str], ctas_list
+) -> None:
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", rank))
     import pkroof.kernels.collectives as coll
     from pkroof.profilers.timing import time_device
     from pkroof.rooflines.units import parse_size
 
+    if rank == 0:  # rows print as they are measured: a sweep cut short by a timeout keeps what it had
+        print(f"{'size':>7} {'collective':15} {'mode':5} {'block':>6} {'ctas':>5} {'median us':>10}", flush=True)
+    show = _print if rank == 0 else _silent
+    if chunks_mib:
+        _ce_rows(world, sizes, chunks_mib, show)
+        dist.destroy_process_group()
+        return
     rows = []
     for size in sizes:
         nbytes = parse_size(size)
         for name, kind in KINDS.items():
             numel = nbytes // 2 // (world if name == "all-gather" else 1)  # nccl-tests: all-gather's size is the output
             x = torch.randn(numel, device="cuda", dtype=torch.bfloat16)
-            for push in (False, True):
+            for mode in modes:
                 for block in blocks:
                     coll.MAX_BLOCK = block
-                    for ctas in CTAS:
+                    for ctas in ctas_list:
                         t = time_device(
-                            lambda i, k=kind, x=x, p=push, c=ctas: coll.exchange(k, x, push=p, ctas=c),
+                            lambda i, k=kind, x=x, m=MODES[mode], c=ctas: coll.exchange(k, x, ctas=c, **m),
                             iters=20,
                             barrier=dist.barrier,
                             group=dist.group.WORLD,
                         )
-                        rows.append((size, name, "push" if push else "pull", block, ctas, t.median_s * 1e6))
-    if rank == 0:
-        print(f"{'size':>7} {'collective':15} {'mode':5} {'block':>6} {'ctas':>5} {'median us':>10}")
-        for size, name, mode, block, ctas, us in rows:
-            print(f"{size:>7} {name:15} {mode:5} {block:>6} {ctas:>5} {us:10.1f}")
+                        rows.append((size, name, mode, block, ctas, t.median_s * 1e6))
+                        show(rows[-1:])
     dist.destroy_process_group()
+
+
+def _print(rows: list[tuple]) -> None:
+    for size, name, mode, block, ctas, us in rows:
+        print(f"{size:>7} {name:15} {mode:5} {block:>6} {ctas:>5} {us:10.1f}", flush=True)
+
+
+def _silent(rows: list[tuple]) -> None:
+    pass
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sizes", nargs="*", default=["64MiB", "256KiB"])
     parser.add_argument("--blocks", default="4096", help="comma-separated largest block sizes, in elements")
+    parser.add_argument("--modes", default="pull,push", help="comma-separated: pull, push, split, tma")
+    parser.add_argument("--ctas", default=",".join(map(str, CTAS)), help="CTA counts (split: both roles)")
+    parser.add_argument("--ce-chunks", default="", help="comma-separated copy-engine chunk sizes in MiB (CE only)")
     args = parser.parse_args()
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29533")
     world = torch.cuda.device_count()
     blocks = [int(b) for b in args.blocks.split(",")]
-    mp.spawn(_worker, args=(world, args.sizes, blocks), nprocs=world)
+    chunks_mib = [int(c) for c in args.ce_chunks.split(",") if c]
+    modes, ctas = args.modes.split(","), [int(c) for c in args.ctas.split(",")]
+    mp.spawn(_worker, args=(world, args.sizes, blocks, chunks_mib, modes, ctas), nprocs=world)

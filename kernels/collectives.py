@@ -38,6 +38,8 @@ import triton.language as tl
 from .declare import declare
 from .symm import MAX_CTAS, signal_peers, wait_peers, workspace
 
+_MAX = tl.constexpr(MAX_CTAS)  # as Triton reads globals inside kernels
+
 ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL = 0, 1, 2, 3
 _NAMES = {ALL_REDUCE: "all-reduce", ALL_GATHER: "all-gather", REDUCE_SCATTER: "reduce-scatter", ALL_TO_ALL: "a2a"}
 
@@ -207,6 +209,49 @@ def _exchange_kernel(
         tl.store(calls + cta, tl.load(calls + cta) + 1)
 
 
+@triton.jit
+def _split_kernel(
+    x, out, stage_table, flag_table, my_flags, epochs, calls, rank, n_tiles, grid, span, slot, chunk, half_size,
+    KIND: tl.constexpr, PUSH: tl.constexpr, WORLD: tl.constexpr, BLOCK: tl.constexpr, SUB: tl.constexpr,
+    PHASE: tl.constexpr, TMA: tl.constexpr = False,
+):  # fmt: skip
+    # split roles: CTAs [0, grid) only stage (and signal each tile), CTAs [grid, 2 grid) only wait and consume,
+    # so no CTA stops pushing to consume. Stager c and consumer grid + c share flag slot c, each with its own
+    # epoch and call counter (epochs[c] / calls[c] for the stager, [MAX_CTAS + c] for the consumer): neither
+    # can read the other's, which it may already have advanced. Both advance by the same tiles every call,
+    # so they agree at every kernel boundary. Stagers have the lower CTA ids and never wait: they are
+    # scheduled first and always finish, so consumers cannot starve them.
+    pid = tl.program_id(0)
+    lanes = tl.arange(0, BLOCK)
+    if pid < grid:
+        if PHASE != 2:
+            first = tl.load(epochs + pid)
+            half = (tl.load(calls + pid) % 2) * half_size
+            k = 0
+            for tile in range(pid, n_tiles, grid):
+                _stage_tile(x, stage_table, half, rank, tile, lanes, span, slot, chunk, n_tiles,
+                            KIND, PUSH, WORLD, BLOCK, SUB, TMA, PHASE)  # fmt: skip
+                if PHASE == 0:
+                    signal_peers(flag_table, pid, rank, first + k + 1, WORLD)
+                k += 1
+            tl.store(epochs + pid, first + k)
+            tl.store(calls + pid, tl.load(calls + pid) + 1)
+    elif PHASE != 1:
+        cta = pid - grid
+        first = tl.load(epochs + _MAX + cta)
+        half = (tl.load(calls + _MAX + cta) % 2) * half_size
+        k = 0
+        for tile in range(cta, n_tiles, grid):
+            if PHASE == 0:
+                wait_peers(my_flags, cta, rank, first + k + 1, WORLD)
+            for s in range(SUB):
+                offs = tile * (SUB * BLOCK) + s * BLOCK + lanes
+                _consume(x, out, stage_table, half, rank, offs, offs < span, slot, chunk, KIND, PUSH, WORLD)
+            k += 1
+        tl.store(epochs + _MAX + cta, first + k)
+        tl.store(calls + _MAX + cta, tl.load(calls + _MAX + cta) + 1)
+
+
 MAX_BLOCK = int(os.environ.get("PKROOF_MAX_BLOCK", 4096))  # the measured default; larger blocks keep more bytes in
 # flight per thread (one vector load per 8 elements), the lever benchmarks/kernels_sweep.py --blocks explores
 
@@ -228,10 +273,12 @@ def exchange(
     ctas: int,
     out: torch.Tensor | None = None,
     tma: bool = False,
+    split: bool = False,
     group: dist.ProcessGroup | None = None,
 ) -> torch.Tensor:
     """Run one collective of `kind` on this rank's `x` (read as 1-D) into `out` (a new tensor if None). tma: push by
-    TMA bulk copies where the layout allows it (tma_capable), else by SM stores."""
+    TMA bulk copies where the layout allows it (tma_capable), else by SM stores. split: half of the `ctas` CTAs
+    stage, the other half consume (_split_kernel), on flags of their own."""
     ws = workspace(group)
     x = x.contiguous()
     layout = Layout.of(kind, x.numel(), ws.world, push)
@@ -240,9 +287,13 @@ def exchange(
     elif out.numel() != layout.out_numel or not out.is_contiguous():
         raise ValueError(f"{_NAMES[kind]}: out must be contiguous with {layout.out_numel} elements")
     _, table = ws.buffer(f"{_NAMES[kind]}-{'push' if push else 'pull'}", 2 * layout.half_size, x.dtype)
-    calls = ws.counter(("exchange", kind, push, x.numel(), x.dtype))  # call parity of this staging buffer
+    calls = ws.counter(("exchange", kind, push, x.numel(), x.dtype, split), 2 * MAX_CTAS)  # call parity of the buffer
     tma = tma and tma_capable(layout, x)
-    launch(layout, x, out, table, ws.flag_table, ws.flags, ws.epochs, calls, ws.rank, ctas=ctas, tma=tma)
+    if split:
+        flags, flag_table, epochs = ws.split_flags()
+    else:
+        flags, flag_table, epochs = ws.flags, ws.flag_table, ws.epochs
+    launch(layout, x, out, table, flag_table, flags, epochs, calls, ws.rank, ctas=ctas, tma=tma, split=split)
     return out
 
 
@@ -296,18 +347,22 @@ def launch(
     ctas: int,
     phase: int = 0,
     tma: bool = False,
+    split: bool = False,
 ) -> None:
     """The kernel for one rank: tables are int64 addresses of every rank's staging buffer and flags (real peers
     through symmetric memory, or emulated ranks' buffers on one GPU in the tests, with phase 1 then 2). With
-    tma, the remote stores are TMA bulk copies (push only; see tma_capable)."""
+    tma, the remote stores are TMA bulk copies (push only; see tma_capable). With split, `ctas` CTAs in two
+    roles (_split_kernel), whose epochs and calls hold 2 · MAX_CTAS counters."""
     if tma:
         assert tma_capable(layout, x), "TMA needs a push layout with 16-byte aligned rows"
         if x.is_cuda:  # device-side tensor descriptors live in a little global scratch
             triton.set_allocator(_tma_scratch)
-    block, sub = _tiling(layout.span, ctas)
+    pairs = max(1, ctas // 2) if split else ctas  # CTAs that stage (and, unsplit, also consume)
+    block, sub = _tiling(layout.span, pairs)
     n_tiles = triton.cdiv(layout.span, block * sub)
-    grid = min(ctas, n_tiles, MAX_CTAS - 1)
-    _exchange_kernel[(grid,)](
+    grid = min(pairs, n_tiles, MAX_CTAS - 1)
+    kernel = _split_kernel if split else _exchange_kernel
+    kernel[(2 * grid if split else grid,)](
         x,
         out,
         stage_table,
@@ -340,6 +395,7 @@ def launch(
 CTAS_LOAD = int(os.environ.get("PKROOF_CTAS_LOAD", 128))
 CTAS_STORE = int(os.environ.get("PKROOF_CTAS_STORE", 256))
 CTAS_TMA = int(os.environ.get("PKROOF_CTAS_TMA", 32))  # the probe: 16 CTAs of TMA copies reach 90% of the link
+CTAS_SPLIT = int(os.environ.get("PKROOF_CTAS_SPLIT", 256))  # stagers and consumers together
 
 
 @declare(mechanism="sm-load", schedule="serial", comm_sms=CTAS_LOAD)
@@ -416,3 +472,26 @@ def reduce_scatter_tma(x):
 @declare(mechanism="tma", schedule="serial", comm_sms=CTAS_TMA)
 def all_to_all_tma(x):
     return exchange(ALL_TO_ALL, x, push=True, ctas=CTAS_TMA, tma=True)
+
+
+# Split roles: half the CTAs push (SM stores), the other half consume, so the link never waits for a consume.
+
+
+@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_SPLIT)
+def all_reduce_split(x):
+    return exchange(ALL_REDUCE, x, push=True, ctas=CTAS_SPLIT, split=True)
+
+
+@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_SPLIT)
+def all_gather_split(shard):
+    return exchange(ALL_GATHER, shard, push=True, ctas=CTAS_SPLIT, split=True)
+
+
+@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_SPLIT)
+def reduce_scatter_split(x):
+    return exchange(REDUCE_SCATTER, x, push=True, ctas=CTAS_SPLIT, split=True)
+
+
+@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_SPLIT)
+def all_to_all_split(x):
+    return exchange(ALL_TO_ALL, x, push=True, ctas=CTAS_SPLIT, split=True)

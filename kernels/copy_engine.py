@@ -1,35 +1,140 @@
-"""Collectives whose transfers are copy-engine DMAs (cudaMemcpyAsync into the peers' symmetric inboxes).
+"""Collectives whose transfers are copy-engine DMAs (cudaMemcpyAsync into the peers' symmetric inboxes), pipelined.
 
-No SM moves a byte across the link: each rank pushes its data into slot `rank` of every peer's inbox, a
-one-CTA barrier waits until every peer's pushes into this rank are complete (stream order), then local
-work finishes the collective (copies out of the inbox, or one add per peer), and a second barrier frees the
-inboxes for the next call. The local step is not overlapped with the transfers: these are the copy engine's
-simple, SM-free baseline, worth it for large messages only.
+No SM moves a byte across the link. Each rank cuts what it owes every peer into chunks of about CHUNK_BYTES and
+pushes them, chunk by chunk, into slot `rank` of the peer's inbox on a copy stream; after each chunk a
+signal stream (waiting on the copy stream's event, so the next DMA starts at once) raises READY on the peer.
+The calling stream waits for each peer's chunk and finishes it locally (one add per peer, or a copy out of
+the inbox) while the next chunks are still on the link, so only the last chunk's local work is exposed.
+Once every chunk from a peer is consumed, FREE tells the peer its slot may be overwritten; FREE starts with
+one credit, so a call never waits for the call before it on the same rank.
 
-The versions measured on 2×H200 on 2026-11-30 also copied the rank's own slot into its inbox and reduced
-through an fp32 intermediate (52–82% over the model at 64 MiB); these do neither and are not yet measured.
+The first versions (measured on 2×H200 on 2026-11-30: 52–82% over the model at 64 MiB) pushed everything,
+then did all the local work behind a barrier, with extra own-slot copies and an fp32 intermediate.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
 import torch
 
 from .declare import declare
-from .symm import Workspace, workspace
+from .symm import workspace
+
+CE_READY, CE_FREE = 4, 5  # point-to-point event slots (kernels/fused.py uses 0-3)
+CHUNK_BYTES = int(os.environ.get("PKROOF_CE_CHUNK", 8 << 20))  # per peer and chunk; tunable, swept on 2xH200
+MAX_CHUNKS = 16
 
 
-def _push(name: str, slots: dict[int, torch.Tensor]) -> tuple[torch.Tensor, Workspace]:
-    """slots[p] (one per peer) goes to slot `rank` of rank p's inbox `name` (world × span elements); returns this
-    rank's inbox as [world, span] once every peer's pushes into it are complete (its own row is unused)."""
+def chunk_bounds(span: int, itemsize: int) -> list[tuple[int, int]]:
+    """[lo, hi) element ranges of about CHUNK_BYTES each (at most MAX_CHUNKS), cut at multiples of 64 elements."""
+    n = max(1, min(MAX_CHUNKS, -(-span * itemsize // CHUNK_BYTES)))
+    step = -(-span // n)
+    step = max(64, -(-step // 64) * 64)
+    return [(lo, min(lo + step, span)) for lo in range(0, span, step)]
+
+
+class Streams:
+    """The calling stream, a copy stream for the DMAs and a signal stream for the READY raises after them."""
+
+    def __init__(self) -> None:
+        self.main = torch.cuda.current_stream()
+        self.copy, self.signal = _side_streams()
+        self.copy.wait_stream(self.main)
+        self.signal.wait_stream(self.main)
+
+    def on_copy(self) -> AbstractContextManager:
+        return torch.cuda.stream(self.copy)
+
+    def after_copies(self, fn: Callable[[], None]) -> None:
+        """Run fn on the signal stream once every DMA issued so far on the copy stream has completed."""
+        done = torch.cuda.Event()
+        done.record(self.copy)
+        self.signal.wait_event(done)
+        with torch.cuda.stream(self.signal):
+            fn()
+
+    def join(self) -> None:
+        self.main.wait_stream(self.copy)
+        self.main.wait_stream(self.signal)
+
+
+_SIDE: dict[int, tuple[torch.cuda.Stream, torch.cuda.Stream]] = {}
+
+
+def _side_streams() -> tuple[torch.cuda.Stream, torch.cuda.Stream]:
+    device = torch.cuda.current_device()
+    if device not in _SIDE:
+        _SIDE[device] = (torch.cuda.Stream(), torch.cuda.Stream())
+    return _SIDE[device]
+
+
+def _pipelined(
+    name: str, sources: dict[int, torch.Tensor], consume: Callable[[int, int, int, torch.Tensor, bool], None]
+) -> None:
+    """Push sources[p] (equal sizes) to every peer p by chunks; consume(p, lo, hi, rows, first) finishes elements
+    [lo, hi) of peer p's data (rows: its inbox slice) as soon as they have arrived; `first` marks the first peer
+    consumed for that chunk."""
     ws = workspace()
-    first = next(iter(slots.values()))
-    span, dtype = first.numel(), first.dtype
+    data = {p: t.reshape(-1) for p, t in sources.items()}
+    span, dtype = next(iter(data.values())).numel(), next(iter(data.values())).dtype
     numel = ws.world * span
     inbox, _ = ws.buffer(name, numel, dtype)
-    for p, data in slots.items():
-        ws.peer_view(name, numel, dtype, p)[ws.rank * span : (ws.rank + 1) * span].copy_(data.reshape(-1))
-    ws.barrier()
-    return inbox.view(ws.world, span), ws
+    to = [(ws.rank + step) % ws.world for step in range(1, ws.world)]  # every rank starts with a different peer
+    frm = [(ws.rank - step) % ws.world for step in range(1, ws.world)]  # the order the peers push to this rank
+    bounds = chunk_bounds(span, inbox.element_size())
+    streams = Streams()
+    with streams.on_copy():
+        slots = {p: ws.peer_view(name, numel, dtype, p)[ws.rank * span : (ws.rank + 1) * span] for p in to}
+        for p in to:
+            ws.wait(CE_FREE, p, credit=1)
+        for lo, hi in bounds:
+            for p in to:
+                slots[p][lo:hi].copy_(data[p][lo:hi])
+            streams.after_copies(lambda: _raise(CE_READY, to))
+    rows = inbox.view(ws.world, span)
+    for lo, hi in bounds:
+        for i, p in enumerate(frm):
+            ws.wait(CE_READY, p)
+            consume(p, lo, hi, rows[p, lo:hi], i == 0)
+    _raise(CE_FREE, frm)
+    streams.join()
+
+
+def _raise(event: int, peers: list[int]) -> None:
+    ws = workspace()
+    for p in peers:
+        ws.signal(event, p)
+
+
+def _gather(name: str, sources: dict[int, torch.Tensor], own: torch.Tensor) -> torch.Tensor:
+    """Rows [world, span]: row p is what peer p sent this rank, row `rank` is `own`."""
+    ws = workspace()
+    out = torch.empty(ws.world, own.numel(), dtype=own.dtype, device=own.device)
+    out[ws.rank].copy_(own.reshape(-1))
+
+    def copy_out(p: int, lo: int, hi: int, rows: torch.Tensor, first: bool) -> None:
+        out[p, lo:hi].copy_(rows)
+
+    _pipelined(name, sources, copy_out)
+    return out
+
+
+def _reduce(name: str, sources: dict[int, torch.Tensor], own: torch.Tensor) -> torch.Tensor:
+    """own + what every peer sent, summed chunk by chunk as the chunks arrive (bf16 adds round after each peer)."""
+    own = own.reshape(-1)
+    out = torch.empty_like(own)
+
+    def add(p: int, lo: int, hi: int, rows: torch.Tensor, first: bool) -> None:
+        if first:
+            torch.add(own[lo:hi], rows, out=out[lo:hi])
+        else:
+            out[lo:hi].add_(rows)
+
+    _pipelined(name, sources, add)
+    return out
 
 
 def _peers() -> list[int]:
@@ -37,55 +142,23 @@ def _peers() -> list[int]:
     return [p for p in range(ws.world) if p != ws.rank]
 
 
-def _sum_into(own: torch.Tensor, inbox: torch.Tensor, peers: list[int]) -> torch.Tensor:
-    """own + every peer's row of the inbox, one pass per peer (for two ranks: one kernel reading both, writing
-    once); bf16 adds round after each peer."""
-    out = torch.add(own, inbox[peers[0]].view_as(own))
-    for p in peers[1:]:
-        out.add_(inbox[p].view_as(own))
-    return out
-
-
 @declare(mechanism="copy-engine", schedule="serial", comm_sms=0)
 def all_gather_ce(shard):
-    peers = _peers()
-    inbox, ws = _push("ce-all-gather", dict.fromkeys(peers, shard))
-    rows = torch.empty(ws.world, shard.numel(), dtype=shard.dtype, device=shard.device)
-    for p in peers:
-        rows[p].copy_(inbox[p])
-    rows[ws.rank].copy_(shard.reshape(-1))
-    ws.barrier()  # the inbox is free for the next call
-    return rows.view(-1)
+    return _gather("ce-all-gather", dict.fromkeys(_peers(), shard), shard).view(-1)
 
 
 @declare(mechanism="copy-engine", schedule="serial", comm_sms=0)
 def all_to_all_ce(x):
-    peers = _peers()
-    chunks = x.reshape(len(peers) + 1, -1)
-    inbox, ws = _push("ce-all-to-all", {p: chunks[p] for p in peers})
-    rows = torch.empty_like(chunks)
-    for p in peers:
-        rows[p].copy_(inbox[p])
-    rows[ws.rank].copy_(chunks[ws.rank])
-    ws.barrier()
-    return rows.view(-1)
+    chunks = x.reshape(workspace().world, -1)
+    return _gather("ce-all-to-all", {p: chunks[p] for p in _peers()}, chunks[workspace().rank]).view(-1)
 
 
 @declare(mechanism="copy-engine", schedule="serial", comm_sms=0)
 def reduce_scatter_ce(x):
-    peers = _peers()
-    chunks = x.reshape(len(peers) + 1, -1)
-    inbox, ws = _push("ce-reduce-scatter", {p: chunks[p] for p in peers})
-    out = _sum_into(chunks[ws.rank], inbox, peers)
-    ws.barrier()
-    return out
+    chunks = x.reshape(workspace().world, -1)
+    return _reduce("ce-reduce-scatter", {p: chunks[p] for p in _peers()}, chunks[workspace().rank])
 
 
 @declare(mechanism="copy-engine", schedule="serial", comm_sms=0)
 def all_reduce_ce(x):
-    peers = _peers()
-    flat = x.reshape(-1)
-    inbox, ws = _push("ce-all-reduce", dict.fromkeys(peers, flat))
-    out = _sum_into(flat, inbox, peers)
-    ws.barrier()
-    return out.view_as(x)
+    return _reduce("ce-all-reduce", dict.fromkeys(_peers(), x), x).view_as(x)

@@ -66,6 +66,11 @@ BUILTIN_IMPLS: dict[str, BuiltinImpl] = {
             "pkroof-all-gather-tma": ("all_gather_tma", {"all-gather"}, False),
             "pkroof-reduce-scatter-tma": ("reduce_scatter_tma", {"reduce-scatter"}, False),
             "pkroof-all-to-all-tma": ("all_to_all_tma", {"all-to-all"}, False),
+            # split roles (stager and consumer CTAs): checked in the interpreter, not yet run on GPUs
+            "pkroof-all-reduce-split": ("all_reduce_split", {"all-reduce"}, False),
+            "pkroof-all-gather-split": ("all_gather_split", {"all-gather"}, False),
+            "pkroof-reduce-scatter-split": ("reduce_scatter_split", {"reduce-scatter"}, False),
+            "pkroof-all-to-all-split": ("all_to_all_split", {"all-to-all"}, False),
         },
     ),
     **_entries(

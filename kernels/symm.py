@@ -127,12 +127,26 @@ class Workspace:
     received: torch.Tensor  # local int32 [EVENT_SLOTS * world]: raises consumed per (event, peer)
     buffers: dict[tuple, tuple[torch.Tensor, torch.Tensor, object]] = field(default_factory=dict)
     counters: dict[tuple, torch.Tensor] = field(default_factory=dict)
+    group: dist.ProcessGroup | None = None
 
-    def counter(self, key: tuple) -> torch.Tensor:
+    def counter(self, key: tuple, numel: int = MAX_CTAS) -> torch.Tensor:
         """A local int32 counter per CTA slot, one array per key (e.g. the call parity of one staging buffer)."""
         if key not in self.counters:
-            self.counters[key] = torch.zeros(MAX_CTAS, dtype=torch.int32, device=self.device)
+            self.counters[key] = torch.zeros(numel, dtype=torch.int32, device=self.device)
         return self.counters[key]
+
+    def split_flags(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(flags, flag table, epochs) of their own for split-role kernels, whose stagers and consumers count
+        epochs separately (2 · MAX_CTAS counters); created zeroed on first use, collectively."""
+        key = ("_split_flags", 0, None)
+        if key not in self.buffers:
+            flags, table, handle = _zeroed_flags(MAX_CTAS * self.world * FLAG_STRIDE, self.device, self.group_name,
+                                                 self.world)  # fmt: skip
+            torch.cuda.synchronize()
+            dist.barrier(group=self.group)  # every rank's flags are zero before anyone raises one
+            self.buffers[key] = (flags, table, handle)
+        flags, table, _ = self.buffers[key]
+        return flags, table, self.counter(("_split_epochs",), 2 * MAX_CTAS)
 
     def buffer(self, name: str, numel: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
         """A symmetric buffer (this rank's view) and its int64 table of every rank's address; allocated once
@@ -221,6 +235,7 @@ def workspace(group: dist.ProcessGroup | None = None) -> Workspace:
             event_table,
             torch.zeros(EVENT_SLOTS * world, dtype=torch.int32, device=device),
             torch.zeros(EVENT_SLOTS * world, dtype=torch.int32, device=device),
+            group=group,
         )
         # the flags' rendezvous handles live with the other buffers' (they keep the peer mappings alive)
         ws.buffers[("_flags", 0, None)] = (flags, flag_table, h1)

@@ -49,7 +49,15 @@ def tma_sizes(kind: str, world: int) -> int:
 
 
 def emulate(
-    kind_name: str, world: int, n: int, push: bool, ctas: int, device: str, calls: int = 3, tma: bool = False
+    kind_name: str,
+    world: int,
+    n: int,
+    push: bool,
+    ctas: int,
+    device: str,
+    calls: int = 3,
+    tma: bool = False,
+    split: bool = False,
 ) -> None:
     """Three consecutive calls (both parity halves), fresh inputs each; AssertionError on a wrong element."""
     import torch
@@ -70,8 +78,8 @@ def emulate(
     flags = [zeros(MAX_CTAS * world * FLAG_STRIDE) for _ in range(world)]
     table = torch.tensor([s.data_ptr() for s in stages], dtype=torch.int64, device=device)
     flag_table = torch.tensor([f.data_ptr() for f in flags], dtype=torch.int64, device=device)
-    epochs = [zeros(MAX_CTAS) for _ in range(world)]
-    counters = [zeros(MAX_CTAS) for _ in range(world)]
+    epochs = [zeros(2 * MAX_CTAS) for _ in range(world)]  # split roles keep two counters per flag slot
+    counters = [zeros(2 * MAX_CTAS) for _ in range(world)]
     g = torch.Generator(device="cpu").manual_seed(world * 100 + n)
     for call in range(calls):
         xs = [torch.randn(n, generator=g).to(torch.bfloat16).to(device) for _ in range(world)]
@@ -79,12 +87,12 @@ def emulate(
         for phase in (1, 2):  # every rank stages, then every rank consumes
             for r in range(world):
                 c.launch(layout, xs[r], outs[r], table, flag_table, flags[r], epochs[r], counters[r], r, ctas=ctas,
-                         phase=phase, tma=tma)  # fmt: skip
+                         phase=phase, tma=tma, split=split)  # fmt: skip
         for r in range(world):
             want = _expected(kind_name, xs, r)
             bad = ~torch.isclose(outs[r].float(), want.float(), rtol=1.6e-2, atol=1e-2)
             where = bad.nonzero().flatten()[:8].tolist()
-            mode = "tma" if tma else "push" if push else "pull"
+            mode = ("tma" if tma else "push" if push else "pull") + (" split" if split else "")
             assert not bad.any(), (
                 f"{kind_name} {mode}, call {call}, rank {r} of {world}: {int(bad.sum())} of {bad.numel()} wrong, "
                 f"first at {where}: got {outs[r][where].tolist()}, want {want[where].tolist()}"
@@ -131,7 +139,8 @@ def main() -> int:
                 emulate(kind, world, sizes(kind, world), push, ctas=4, device="cpu")
                 cases += 1
             emulate(kind, world, tma_sizes(kind, world), True, ctas=4, device="cpu", tma=True)
-            cases += 1
+            emulate(kind, world, sizes(kind, world), True, ctas=4, device="cpu", split=True)
+            cases += 2
     print(f"{cases} cases correct")
     return 0
 

@@ -1,11 +1,16 @@
 """The copy-engine collectives' logic on CPU: ranks are threads sharing one process's memory.
 
 A stand-in workspace gives each thread-rank its own named buffers (NaN-filled, so a slot nobody wrote fails the
-comparison), lets every rank address every other's (as symmetric memory does), and makes barrier() a thread
-barrier. On a GPU the copies are DMAs and the barrier a kernel, both in stream order; on CPU everything is
-synchronous, so the same code checks which bytes go where. Expected values: plain torch on the stacked inputs.
+comparison), lets every rank address every other's (as symmetric memory does), and makes the point-to-point
+events counters under one condition variable (a wait blocks its thread until the peer's raise, as the wait
+kernel blocks its stream). On a GPU the copies are DMAs on a copy stream and the events kernels; on CPU the
+three streams collapse into the calling thread, so the same code checks which bytes go where, chunk by chunk,
+and that the READY/FREE protocol (with its one credit) neither deadlocks nor lets a rank overwrite an inbox
+slot its peer has not consumed. Expected values: plain torch on the stacked inputs.
 """
 
+import contextlib
+import itertools
 import threading
 
 import pytest
@@ -23,12 +28,15 @@ class _Shared:
         self.world = world
         self.buffers: list[dict] = [{} for _ in range(world)]
         self.lock = threading.Lock()
-        self.gate = threading.Barrier(world, timeout=30)
+        self.raised: dict[tuple[int, int, int], int] = {}  # (event, source, destination) -> raises so far
+        self.changed = threading.Condition()
+        self.aborted = False
 
 
 class _Workspace:
     def __init__(self, shared: _Shared, rank: int):
         self.shared, self.rank, self.world = shared, rank, shared.world
+        self.received: dict[tuple[int, int], int] = {}
 
     def _of(self, rank: int, name: str, numel: int, dtype):
         with self.shared.lock:
@@ -42,24 +50,55 @@ class _Workspace:
     def peer_view(self, name, numel, dtype, peer):
         return self._of(peer, name, numel, dtype)
 
-    def barrier(self):
-        self.shared.gate.wait()
+    def signal(self, event, peer):
+        with self.shared.changed:
+            key = (event, self.rank, peer)
+            self.shared.raised[key] = self.shared.raised.get(key, 0) + 1
+            self.shared.changed.notify_all()
+
+    def wait(self, event, peer, credit=0):
+        value = self.received[(event, peer)] = self.received.get((event, peer), 0) + 1
+        with self.shared.changed:
+            ok = self.shared.changed.wait_for(
+                lambda: self.shared.aborted or self.shared.raised.get((event, peer, self.rank), 0) >= value - credit,
+                timeout=30,
+            )
+        assert ok and not self.shared.aborted, f"rank {self.rank} waited for event {event} from {peer} in vain"
 
 
-def _run_ranks(monkeypatch, fn, inputs):
-    world = len(inputs)
+class _InlineStreams:  # the calling thread stands in for all three streams
+    def __init__(self):
+        pass
+
+    def on_copy(self):
+        return contextlib.nullcontext()
+
+    def after_copies(self, fn):
+        fn()
+
+    def join(self):
+        pass
+
+
+def _run_ranks(monkeypatch, fn, calls):
+    """calls[i][rank]: rank's input to call i; returns outs[i][rank]. Every call has fresh inputs, so a rank that
+    overwrote a peer's inbox slot before the peer consumed it would show up as a wrong element."""
+    world = len(calls[0])
     shared, local = _Shared(world), threading.local()
     monkeypatch.setattr(copy_engine, "workspace", lambda: local.ws)
-    outs, errors = [None] * world, []
+    monkeypatch.setattr(copy_engine, "Streams", _InlineStreams)
+    outs, errors = [[None] * world for _ in calls], []
 
     def rank_main(rank):
         local.ws = _Workspace(shared, rank)
         try:
-            for _ in range(2):  # twice: the second call reuses the inboxes the first one freed
-                outs[rank] = fn(inputs[rank])
+            for i, inputs in enumerate(calls):
+                outs[i][rank] = fn(inputs[rank])
         except Exception as e:  # reported below, with the rank
             errors.append((rank, e))
-            shared.gate.abort()
+            with shared.changed:
+                shared.aborted = True
+                shared.changed.notify_all()
 
     threads = [threading.Thread(target=rank_main, args=(r,)) for r in range(world)]
     for t in threads:
@@ -70,6 +109,7 @@ def _run_ranks(monkeypatch, fn, inputs):
     return outs
 
 
+@pytest.mark.parametrize("chunk_bytes", [1 << 20, 300])  # one chunk; six (test_chunk_bounds_... below)
 @pytest.mark.parametrize("world", [2, 3, 4])
 @pytest.mark.parametrize(
     ("kind", "fn"),
@@ -80,12 +120,29 @@ def _run_ranks(monkeypatch, fn, inputs):
         ("all-reduce", copy_engine.all_reduce_ce),
     ],
 )
-def test_copy_engine_collectives_put_every_byte_in_its_place(monkeypatch, kind, fn, world):
+def test_copy_engine_collectives_put_every_byte_in_its_place(monkeypatch, kind, fn, world, chunk_bytes):
+    monkeypatch.setattr(copy_engine, "CHUNK_BYTES", chunk_bytes)
     n = world * 1001 if kind in ("all-to-all", "reduce-scatter") else 1001  # odd chunks
     g = torch.Generator().manual_seed(world)
-    xs = [torch.randn(n, generator=g).to(torch.bfloat16) for _ in range(world)]
-    outs = _run_ranks(monkeypatch, fn, xs)
-    for rank, out in enumerate(outs):
-        want = _expected(kind, xs, rank)
-        # bf16 adds round after each peer where the expectation rounds once: a few ulps for 4 ranks
-        torch.testing.assert_close(out.reshape(-1), want, rtol=1.6e-2, atol=2e-2, msg=f"rank {rank} of {world}")
+    calls = [[torch.randn(n, generator=g).to(torch.bfloat16) for _ in range(world)] for _ in range(3)]
+    outs = _run_ranks(monkeypatch, fn, calls)
+    for xs, out_of in zip(calls, outs, strict=True):
+        for rank, out in enumerate(out_of):
+            want = _expected(kind, xs, rank)
+            # bf16 adds round after each peer where the expectation rounds once: a few ulps for 4 ranks
+            torch.testing.assert_close(out.reshape(-1), want, rtol=1.6e-2, atol=2e-2, msg=f"rank {rank} of {world}")
+
+
+def test_chunk_bounds_cover_the_span_in_64_element_steps(monkeypatch):
+    monkeypatch.setattr(copy_engine, "CHUNK_BYTES", 8 << 20)
+    # 64 MiB of bf16 = 32 Mi elements: 8 chunks of 4 Mi elements (8 MiB each)
+    bounds = copy_engine.chunk_bounds(32 << 20, 2)
+    assert bounds == [(i * (4 << 20), (i + 1) * (4 << 20)) for i in range(8)]
+    # 1 GiB would be 128 chunks of 8 MiB: capped at MAX_CHUNKS = 16 chunks of 32 Mi elements
+    assert len(copy_engine.chunk_bounds(512 << 20, 2)) == 16
+    # 1001 elements of 300-byte chunks: ceil(2002 / 300) = 7 chunks of ceil(1001 / 7) = 143 -> 192 elements
+    # (the next multiple of 64), so ceil(1001 / 192) = 6 ranges, the last 1001 - 5 * 192 = 41 long
+    monkeypatch.setattr(copy_engine, "CHUNK_BYTES", 300)
+    bounds = copy_engine.chunk_bounds(1001, 2)
+    assert [hi - lo for lo, hi in bounds] == [192] * 5 + [41]
+    assert bounds[0][0] == 0 and all(a[1] == b[0] for a, b in itertools.pairwise(bounds))

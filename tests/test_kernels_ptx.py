@@ -22,25 +22,26 @@ ALIGNED = {"x", "out", "stage_table", "flag_table", "my_flags", "epochs", "calls
            "half_size"}  # fmt: skip
 
 
-def _ptx(kind: int, push: bool, phase: int = 0, tma: bool = False) -> str:
+def _ptx(kind: int, push: bool, phase: int = 0, tma: bool = False, split: bool = False) -> str:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from pkroof.kernels.collectives import _exchange_kernel
+    from pkroof.kernels.collectives import _exchange_kernel, _split_kernel
 
     signature = dict(zip(ARGS, TYPES, strict=True)) | dict.fromkeys(
         ["KIND", "PUSH", "WORLD", "BLOCK", "SUB", "PHASE", "TMA"], "constexpr"
     )
     constants = {"KIND": kind, "PUSH": push, "WORLD": 4, "BLOCK": 4096, "SUB": 4, "PHASE": phase, "TMA": tma}
     attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(ARGS) if name in ALIGNED}
-    source = ASTSource(_exchange_kernel, signature, constants, attrs=attrs)
+    source = ASTSource(_split_kernel if split else _exchange_kernel, signature, constants, attrs=attrs)
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8}).asm["ptx"]
 
 
+@pytest.mark.parametrize("split", [False, True], ids=["one-role", "split-roles"])
 @pytest.mark.parametrize("push", [False, True], ids=["pull", "push"])
 @pytest.mark.parametrize("kind", [0, 1, 2, 3], ids=["all-reduce", "all-gather", "reduce-scatter", "all-to-all"])
-def test_ptx_data_path_flags_and_no_multicast(kind, push):
-    ptx = _ptx(kind, push)
+def test_ptx_data_path_flags_and_no_multicast(kind, push, split):
+    ptx = _ptx(kind, push, split=split)
     accesses = re.findall(r"\b((?:ld|st)\.global[.\w]*)", ptx)
     assert any(".v4." in a for a in accesses if a.startswith("ld")), accesses
     assert any(".v4." in a for a in accesses if a.startswith("st")), accesses
