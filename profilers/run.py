@@ -206,6 +206,9 @@ def _job(rank: int, world: int, job: Job) -> dict[str, Any]:
     return result
 
 
+_CALLED = "pkroof.profile()"  # from Python rather than the command line
+
+
 def _environment(backend: str, topology: str) -> dict[str, Any]:
     """Where a record was measured. GPU facts come from NVML, so this parent process never opens a CUDA context."""
     env = {
@@ -213,7 +216,9 @@ def _environment(backend: str, topology: str) -> dict[str, Any]:
         "python": platform.python_version(),
         "backend": backend,
         "topology": topology,
-        "command": " ".join(["pkroof", *sys.argv[1:]]) if sys.argv[1:2] == ["profile"] else "pkroof.profile()",
+        "command": " ".join(["pkroof", *sys.argv[1:]])
+        if sys.argv[1:2] in (["profile"], ["report"])
+        else "pkroof.profile()",
     }
     try:
         import torch
