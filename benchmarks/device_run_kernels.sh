@@ -5,7 +5,7 @@
 #   bash benchmarks/device_run_kernels.sh blocks   the CTA sweep over block sizes 4096, 8192, 16384 (not run yet)
 #   bash benchmarks/device_run_kernels.sh tma      the TMA pushes: emulated ranks, then the profiler (not run yet)
 #   bash benchmarks/device_run_kernels.sh variants GPU tests; sweeps of the pipelined copy-engine chunk size and of
-#                                                  the push / split-role / TMA kernels over CTAs
+#                                                  the push / split-role / TMA kernels over CTAs and blocks
 #   bash benchmarks/device_run_kernels.sh odd      TMA, split and CE variants through the profiler at an awkward size
 #   bash benchmarks/device_run_kernels.sh time     the issue-5 evidence: collectives at 64 MiB and 256 KiB beside
 #                                                  NCCL and torch symm_mem, GEMM + all-reduce, emulated-rank tests
@@ -37,16 +37,14 @@ elif [ "$1" = tma ]; then  # next session: the TMA pushes (interpreter- and PTX-
         2>&1 | grep -v -e Warning -e 'return func' | tee -a "$OUT/tma.log"
     done
   done
-elif [ "$1" = variants ]; then
-  timeout 230 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py tests/test_profiler_gpu.py \
-    tests/test_probe_gpu.py 2>&1 | tee "$OUT/gpu-tests.log" | tail -8
-  timeout 80 python3 benchmarks/kernels_sweep.py 64MiB 1MiB --ce-chunks 2,4,8,16 2>&1 | grep -v Warning \
-    | tee "$OUT/sweep-ce.log"
-  timeout 150 python3 benchmarks/kernels_sweep.py 64MiB 256KiB --modes push,split --blocks 4096,16384 \
-    --ctas 64,128,256 2>&1 | grep -v Warning | tee "$OUT/sweep-variants.log"
-  timeout 50 python3 benchmarks/kernels_sweep.py 64MiB 256KiB --modes tma --ctas 16,32,64 2>&1 | grep -v Warning \
-    | tee -a "$OUT/sweep-variants.log"
-  timeout 30 python3 benchmarks/carveout_check.py 2>&1 | tee "$OUT/carveout.log"
+elif [ "$1" = variants ]; then  # GPU tests, then the tuning sweeps (rows print as measured)
+  timeout 90 python3 -m pytest -q -p no:cacheprovider tests/test_profiler_gpu.py 2>&1 | tee "$OUT/gpu-tests.log" \
+    | tail -4
+  sweep() { timeout "$1" python3 benchmarks/kernels_sweep.py "${@:2}" 2>&1 | grep -v Warning | tee -a "$OUT/sweeps.log"; }
+  sweep 60 64MiB --ce-chunks 4,8,16
+  sweep 75 64MiB --modes push,split --blocks 4096,16384 --ctas 128,256
+  sweep 110 1MiB 256KiB --modes push,split --ctas 16,32,64,128,256
+  sweep 45 64MiB --modes tma --ctas 16,32,64
 elif [ "$1" = odd ]; then  # the variants through the profiler's correctness check on the real ranks
   for p in all-reduce all-gather reduce-scatter all-to-all; do  # 1000480 B: a tail after whole TMA rows
     echo "== pkroof profile $p --size 1000480 (+ tma, split)" | tee -a "$OUT/odd.log"
