@@ -6,6 +6,8 @@
 #   bash benchmarks/device_run_kernels.sh tma      the TMA pushes: emulated ranks, then the profiler (not run yet)
 #   bash benchmarks/device_run_kernels.sh variants GPU tests; sweeps of the pipelined copy-engine chunk size and of
 #                                                  the push / split-role / TMA kernels over CTAs and blocks
+#   bash benchmarks/device_run_kernels.sh final    collectives at 64 MiB and 256 KiB, GEMM + all-reduce, fused GEMMs at
+#                                                  llama3-70b-tp8, then the profiler's GPU test in the time left
 #   bash benchmarks/device_run_kernels.sh odd      TMA, split and CE variants through the profiler at an awkward size
 #   bash benchmarks/device_run_kernels.sh time     the issue-5 evidence: collectives at 64 MiB and 256 KiB beside
 #                                                  NCCL and torch symm_mem, GEMM + all-reduce, emulated-rank tests
@@ -45,6 +47,22 @@ elif [ "$1" = variants ]; then  # GPU tests, then the tuning sweeps (rows print 
   sweep 75 64MiB --modes push,split --blocks 4096,16384 --ctas 128,256
   sweep 110 1MiB 256KiB --modes push,split --ctas 16,32,64,128,256
   sweep 45 64MiB --modes tma --ctas 16,32,64
+elif [ "$1" = final ]; then  # the issue-5 evidence with the swept defaults, then the profiler's GPU test
+  begin=$(date +%s)
+  prof() {  # prof LOG SECONDS ARGS...: append to one results folder and one log (8 files come back)
+    local log=$1 secs=$2; shift 2
+    echo "== pkroof profile $*" | tee -a "$OUT/$log.log"
+    timeout "$secs" python3 -m pkroof profile "$@" --timeout 60 --resume --out "$OUT/$log" 2>&1 \
+      | grep -v -e Warning -e 'return func' | tee -a "$OUT/$log.log"
+  }
+  prof coll 190 $C --size 64MiB
+  prof coll 170 $C --size 256KiB
+  prof fused 50 gemm-all-reduce --shape llama3-8b-tp2
+  prof fused 110 gemm-reduce-scatter all-gather-gemm --shape llama3-70b-tp8
+  left=$(( 570 - ($(date +%s) - begin) ))
+  echo "== tests/test_profiler_gpu.py with ${left} s left"
+  [ "$left" -gt 20 ] && timeout "$left" python3 -m pytest -q -p no:cacheprovider tests/test_profiler_gpu.py \
+    > "$OUT/gpu-tests.log" 2>&1; tail -3 "$OUT/gpu-tests.log"
 elif [ "$1" = odd ]; then  # the variants through the profiler's correctness check on the real ranks
   for p in all-reduce all-gather reduce-scatter all-to-all; do  # 1000480 B: a tail after whole TMA rows
     echo "== pkroof profile $p --size 1000480 (+ tma, split)" | tee -a "$OUT/odd.log"

@@ -252,8 +252,9 @@ def _split_kernel(
         tl.store(calls + _MAX + cta, tl.load(calls + _MAX + cta) + 1)
 
 
-MAX_BLOCK = int(os.environ.get("PKROOF_MAX_BLOCK", 4096))  # the measured default; larger blocks keep more bytes in
-# flight per thread (one vector load per 8 elements), the lever benchmarks/kernels_sweep.py --blocks explores
+MAX_BLOCK = int(os.environ.get("PKROOF_MAX_BLOCK", 16384))  # larger blocks keep more bytes in flight per thread (one
+# 16-byte load per 8 elements); at 64 MiB on 2xH200, 16384 beat 4096 by 8-20% for all-gather, reduce-scatter and
+# all-to-all and tied for all-reduce (benchmarks/data/2026-11-30-variants/h200x2-sweeps.log)
 
 
 def _tiling(span: int, ctas: int) -> tuple[int, int]:
@@ -391,9 +392,10 @@ def launch(
 # ---- implementations the profiler runs against the suite's problems (kernels/registry.py) -------------------------
 
 # CTAs per collective: the probe's plain copies reach 90% of the link with 32 CTAs of loads or 12 of stores (h200x2,
-# run 17); with staging and hand-offs more help (benchmarks/data/2026-11-30-kernels, sweep): 256 for push at 64 MiB
+# run 17); with staging and hand-offs more help: 256 for push with 4096-element blocks, 128 with 16384-element
+# blocks (benchmarks/data/2026-11-30-kernels and -variants, sweeps at 64 MiB)
 CTAS_LOAD = int(os.environ.get("PKROOF_CTAS_LOAD", 128))
-CTAS_STORE = int(os.environ.get("PKROOF_CTAS_STORE", 256))
+CTAS_STORE = int(os.environ.get("PKROOF_CTAS_STORE", 128))
 CTAS_TMA = int(os.environ.get("PKROOF_CTAS_TMA", 32))  # the probe: 16 CTAs of TMA copies reach 90% of the link
 CTAS_SPLIT = int(os.environ.get("PKROOF_CTAS_SPLIT", 256))  # stagers and consumers together
 

@@ -79,13 +79,18 @@ def test_layout_rejects_chunks_that_do_not_split():
     c.Layout.of(c.ALL_GATHER, 10, 4, push=False)  # a shard of any length gathers
 
 
-def test_tiling_spreads_tiles_and_keeps_16_byte_blocks():
+def test_tiling_spreads_tiles_and_keeps_16_byte_blocks(monkeypatch):
     pytest.importorskip("triton")
+    from pkroof.kernels import collectives
     from pkroof.kernels.collectives import _tiling
 
+    monkeypatch.setattr(collectives, "MAX_BLOCK", 4096)
     # 64 MiB of bf16 (32 Mi elements) over 256 CTAs: 128 Ki elements per CTA; blocks of 4096 (the cap);
     # SUB = 131072 / (4·4096) = 8 blocks per hand-off, so each CTA still has 4 tiles to pipeline
     assert _tiling(32 << 20, 256) == (4096, 8)
+    # with the cap at 16384 and 128 CTAs: 256 Ki elements per CTA, SUB = 262144 / (4·16384) = 4, again 4 tiles
+    monkeypatch.setattr(collectives, "MAX_BLOCK", 16384)
+    assert _tiling(32 << 20, 128) == (16384, 4)
     # 256 KiB (128 Ki elements) over 256 CTAs: 512 per CTA, below the 1024-element floor: one block per tile
     assert _tiling(128 << 10, 256) == (1024, 1)
 
