@@ -105,12 +105,29 @@ def _rank_main(rank: int, world: int, fn: Callable, args: tuple, backend: str, p
     os._exit(0)  # process-group teardown can hang after NCCL work; nothing is left to flush
 
 
+PORT_TRIES = 3
+
+
 def run_ranks(fn: Callable, world: int, args: tuple = (), *, backend: str = "gloo", timeout_s: float = 120) -> list:
-    """fn(rank, world, *args) on `world` ranks in one process group; their return values, in rank order."""
-    with tempfile.TemporaryDirectory(prefix="pkroof-ranks-") as folder:
-        procs = start_ranks(_rank_main, world, (fn, args, backend, free_port(), folder))
-        try:
-            wait_ranks(procs, timeout_s, Path(folder))
-        finally:
-            stop_ranks(procs)
-        return [pickle.loads(Path(folder, f"{r}.pickle").read_bytes()) for r in range(world)]
+    """fn(rank, world, *args) on `world` ranks in one process group; their return values, in rank order.
+
+    The rendezvous port is free when picked but can be taken before rank 0 listens on it (seen once on the
+    2xH200 node: EADDRINUSE, and the job was recorded as crashed); then the ranks start again on another port,
+    up to PORT_TRIES times. Nothing of fn has run by then: rank 0 fails while creating the process group."""
+    for attempt in range(PORT_TRIES):
+        with tempfile.TemporaryDirectory(prefix="pkroof-ranks-") as folder:
+            procs = start_ranks(_rank_main, world, (fn, args, backend, free_port(), folder))
+            try:
+                wait_ranks(procs, timeout_s, Path(folder))
+            except RankFailedError as e:
+                if _port_taken(e) and attempt + 1 < PORT_TRIES:
+                    continue
+                raise
+            finally:
+                stop_ranks(procs)
+            return [pickle.loads(Path(folder, f"{r}.pickle").read_bytes()) for r in range(world)]
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _port_taken(e: RankFailedError) -> bool:
+    return "DistNetworkError" in e.message and "EADDRINUSE" in e.message

@@ -31,3 +31,13 @@ def gloo_all_reduce(rank: int, world: int, port: int, folder: str) -> None:
     dist.all_reduce(x)
     Path(folder, f"rank{rank}").write_text(str(x.item()))
     dist.destroy_process_group()
+
+
+def rank_and_sum(rank: int, world: int) -> tuple[int, float]:
+    """Run inside run_ranks' process group: this rank and the all-reduced sum of rank + 1 (1 + 2 + ... + world)."""
+    import torch
+    import torch.distributed as dist
+
+    x = torch.tensor([float(rank + 1)])
+    dist.all_reduce(x)
+    return rank, x.item()

@@ -255,6 +255,27 @@ def test_spawned_ranks_rendezvous_over_gloo(tmp_path, world):
     assert [float((tmp_path / f"rank{r}").read_text()) for r in range(world)] == [world * (world + 1) / 2] * world
 
 
+def test_a_taken_rendezvous_port_is_retried_not_recorded_as_a_crash(monkeypatch):
+    # seen on 2xH200: the port free_port() picked was taken before rank 0 listened on it (EADDRINUSE), and a
+    # correct implementation was recorded as crashed. Hand the launcher a port that is listening already.
+    pytest.importorskip("torch")
+    import socket
+
+    from pkroof.profilers import launch
+
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    picks = iter([busy.getsockname()[1]])
+    real = launch.free_port
+    monkeypatch.setattr(launch, "free_port", lambda: next(picks, None) or real())
+    try:
+        results = launch.run_ranks(spawn_targets.rank_and_sum, 2, timeout_s=120)
+    finally:
+        busy.close()
+    assert results == [(0, 3.0), (1, 3.0)]  # both ranks, and 1 + 2 after the all-reduce
+
+
 def test_the_measured_preset_holds_curves_and_fits():
     import json
 
