@@ -5,7 +5,10 @@ A record holds measurements (times, correctness, environment) and what the model
 shipped records (pkroof/recorded/) would show the old model beside new code; this rewrites only those fields
 and stamps each record with `model_refreshed` (date and commit), so a reader can tell.
 
-Usage: python benchmarks/refresh_model_fields.py FILE.jsonl ...
+Usage: python benchmarks/refresh_model_fields.py [--topology NAME] FILE.jsonl ...
+
+--topology: predict against this preset instead of the one each record names (for records measured against a
+fresh probe of the node, "this-node", which is not shipped); the stamp then says which.
 """
 
 import json
@@ -21,10 +24,10 @@ from pkroof.rooflines import Mechanism, Schedule, predict
 from pkroof.topology import resolve
 
 
-def refresh(record: dict, stamp: str) -> dict:
+def refresh(record: dict, stamp: str, topology: str | None = None) -> dict:
     problem = load(record["problem"])
     world = record["world_size"]
-    system = resolve(record["environment"]["topology"]).system(world)
+    system = resolve(topology or record["environment"]["topology"]).system(world)
     workload = workload_of(problem, world, record["params"])
     pair = declared_pair(problem, record["impl"])
     if pair:
@@ -39,12 +42,15 @@ def refresh(record: dict, stamp: str) -> dict:
     return record
 
 
-def main(paths: list[str]) -> None:
+def main(args: list[str]) -> None:
+    topology = None
+    if args[:1] == ["--topology"]:
+        topology, args = args[1], args[2:]
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    stamp = f"{date.today().isoformat()} {commit}"
-    for name in paths:
+    stamp = f"{date.today().isoformat()} {commit}" + (f" against {topology}" if topology else "")
+    for name in args:
         path = Path(name)
-        rows = [refresh(json.loads(line), stamp) for line in path.read_text().splitlines() if line.strip()]
+        rows = [refresh(json.loads(line), stamp, topology) for line in path.read_text().splitlines() if line.strip()]
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
         print(f"{path}: {len(rows)} records, model fields as of {stamp}")
 

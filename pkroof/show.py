@@ -93,6 +93,12 @@ def topology_text(t: Topology) -> str:
                     f"    {k}: "
                     + " | ".join(f"{fmt_s(r.latency_s)} + {fmt_Bps(r.peak_bandwidth_Bps)}" for r in regimes)
                 )
+    handoffs = [f"{name} {fmt_s(m.handoff_s)}" for name, m in t.mechanisms.items() if m.handoff_s]
+    if handoffs:
+        lines.append(
+            "  hand-off of a collective staged through symmetric memory, beyond α and one flag step: "
+            + ", ".join(handoffs)
+        )
     lines += ["", "sources:"] + [f"  {k} ({v.basis}): {v.cite}" for k, v in t.sources.items()]
     return "\n".join(lines)
 

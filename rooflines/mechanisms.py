@@ -42,6 +42,7 @@ class TransferModel:
     # (collective, α, β_peak) where one collective was measured on its own and differs from the rest (NCCL);
     # several entries for one collective are regimes (protocols): each call runs the cheapest at its size
     collective_fits: tuple[tuple[str, float, float], ...] = ()
+    handoff_s: float = 0.0  # a collective staged through symmetric memory pays this beyond α and one flag step
 
     @property
     def uses_sms(self) -> bool:

@@ -45,6 +45,24 @@ def test_tiny_messages_are_latency_bound(system):
     assert p.algorithms == ("one-shot",)
 
 
+def test_a_measured_hand_off_is_paid_once_per_staged_collective_and_never_by_nccl():
+    # the same tiny all-reduce as above with a 3.5 µs hand-off measured for SM loads and 15 µs for the copy engine
+    # (and, to show NCCL ignores it, 100 µs for NCCL): sm-load = 2·2 µs + 3.5 µs + 7 KiB at 400 GB/s + staging
+    plain = make_system()
+    ms = dict(plain.mechanisms)
+    for mech, h in ((Mechanism.SM_LOAD, 3.5e-6), (Mechanism.COPY_ENGINE, 15e-6), (Mechanism.NCCL, 100e-6)):
+        ms[mech] = dataclasses.replace(ms[mech], handoff_s=h)
+    system = dataclasses.replace(plain, mechanisms=ms)
+    w = build("all-reduce", 8, size=1024)
+    p = predict(w, system, Mechanism.SM_LOAD, Schedule.SERIAL)
+    assert p.t_s == pytest.approx(2 * 2e-6 + 3.5e-6 + 7 * 1024 / 400e9 + (7 * 1024 + 7 * 1024) / 3e12)
+    for mech, extra in ((Mechanism.COPY_ENGINE, 15e-6), (Mechanism.NCCL, 0.0), (Mechanism.SM_STORE, 0.0)):
+        before, after = predict(w, plain, mech, Schedule.SERIAL), predict(w, system, mech, Schedule.SERIAL)
+        assert after.t_s - before.t_s == pytest.approx(extra), mech
+    # the roof is what any implementation could reach: no hand-off in it
+    assert bound(w, system).t_roof_s == bound(w, plain).t_roof_s
+
+
 def test_nccl_serial_baseline_is_ring_at_its_channels():
     # ring all-reduce: 2·7 steps × 3 µs + 2·7/8·S at 16 channels × 18.75 GB/s = 300 GB/s
     b = bound(build("all-reduce", 8, size=S), make_system())

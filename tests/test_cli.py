@@ -122,7 +122,7 @@ def test_impls_lists_every_builtin_with_its_pair():
     push = next(line for line in lines if line.startswith("pkroof-one-shot-push"))
     assert "auto" in push
     pytest.importorskip("triton")
-    assert "sm-store / serial / 256 comm CTAs" in push  # declared in kernels/collectives.py (CTAS_STORE)
+    assert "sm-store / serial / 128 comm CTAs" in push  # declared in kernels/collectives.py (CTAS_STORE)
 
 
 def test_presets_and_topology_show():

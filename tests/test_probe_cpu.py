@@ -222,6 +222,28 @@ def test_refit_rebuilds_mechanisms_from_recorded_curves():
     assert from_dict(to_dict(again)) == again
 
 
+def test_refit_keeps_hand_offs_measured_by_the_profiler_and_a_hand_off_needs_a_source():
+    import dataclasses
+
+    from pkroof.topology import resolve
+    from pkroof.topology.from_probe import refit
+    from pkroof.topology.model import MechanismSpec
+
+    # the shipped h200x2 preset carries hand-offs measured from pkroof's kernels (not from the probe's curves)
+    preset = resolve("h200x2")
+    assert preset.mechanisms["sm-store"].handoff_s > 0
+    again = refit(preset)
+    for name, spec in preset.mechanisms.items():
+        assert again.mechanisms[name].handoff_s == spec.handoff_s, name
+        if spec.handoff_s:
+            assert again.mechanisms[name].sources["handoff_s"] == spec.sources["handoff_s"]
+            assert spec.sources["handoff_s"] in again.sources
+    store = preset.mechanisms["sm-store"]
+    unsourced = {k: v for k, v in store.sources.items() if k != "handoff_s"}
+    with pytest.raises(ValueError, match="sources.handoff_s"):
+        MechanismSpec(**{f.name: getattr(store, f.name) for f in dataclasses.fields(store)} | {"sources": unsourced})
+
+
 def test_ctrl_c_leaves_no_rank_behind(tmp_path):
     import signal
     import subprocess

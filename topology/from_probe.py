@@ -325,10 +325,21 @@ def refit(topology: Topology) -> Topology:
     probe = dataclasses.replace(
         topology.probe, fits=fits, notes=tuple(n for n in topology.probe.notes if n not in notes) + tuple(notes)
     )
-    mechanisms = _mechanisms(fits, probe.ceilings, world, topology.nodes)
+    mechanisms = _kept_handoffs(_mechanisms(fits, probe.ceilings, world, topology.nodes), topology.mechanisms)
     sources = dict(topology.sources) | NCCL_SOURCES
     records = (topology.gpu, topology.scaleup, topology.nic, *mechanisms.values())
     used = {i for r in records if r is not None for i in r.sources.values()}
     return dataclasses.replace(
         topology, mechanisms=mechanisms, probe=probe, sources={k: v for k, v in sources.items() if k in used}
     )
+
+
+def _kept_handoffs(fresh: dict[str, MechanismSpec], before: dict[str, MechanismSpec]) -> dict[str, MechanismSpec]:
+    """A refit re-derives what the probe measured; hand-off costs come from profiled kernels, so they stay."""
+    out = dict(fresh)
+    for name, spec in fresh.items():
+        old = before.get(name)
+        if old is not None and old.handoff_s and spec.available:
+            sources = spec.sources | {"handoff_s": old.sources["handoff_s"]}
+            out[name] = dataclasses.replace(spec, handoff_s=old.handoff_s, sources=sources)
+    return out

@@ -125,6 +125,10 @@ class MechanismSpec:
     sources: dict[str, str] = field(default_factory=dict)
     # fitted per collective (NCCL): its regimes, smallest sizes first; each call runs the cheapest line
     collectives: dict[str, tuple[CollectiveFit, ...]] = field(default_factory=dict)
+    # a collective staged through symmetric memory with this mechanism pays this much more per call than α and
+    # one flag step (the stage's and the consume's dependent accesses, the release behind the data, bookkeeping):
+    # measured from kernels that do it (pkroof's, by pkroof profile); 0: not measured
+    handoff_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.available:
@@ -152,6 +156,7 @@ class MechanismSpec:
             self.num_ctas_default,
             self.step_latency_s,
             tuple((k, c.latency_s, c.peak_bandwidth_Bps) for k, rs in sorted(self.collectives.items()) for c in rs),
+            self.handoff_s,
         )
 
 
