@@ -31,8 +31,10 @@ def refresh(record: dict, stamp: str, topology: str | None = None) -> dict:
     workload = workload_of(problem, world, record["params"])
     pair = declared_pair(problem, record["impl"])
     if pair:
-        p = predict(workload, system, Mechanism(pair["mechanism"]), Schedule(pair["schedule"]), pair.get("comm_sms"))
-        record["comm_sms"] = pair.get("comm_sms")
+        # the CTA count the kernel ran with, as recorded (a later default may differ); declared where none was
+        ctas = record["comm_sms"] if record.get("comm_sms") is not None else pair.get("comm_sms")
+        p = predict(workload, system, Mechanism(pair["mechanism"]), Schedule(pair["schedule"]), ctas)
+        record["comm_sms"] = ctas
         record["predicted_s"] = p.t_s if p else None
         if p and record.get("median_s"):
             record["prediction_error"] = (record["median_s"] - p.t_s) / p.t_s

@@ -240,7 +240,7 @@ def test_refit_keeps_hand_offs_measured_by_the_profiler_and_a_hand_off_needs_a_s
             assert spec.sources["handoff_s"] in again.sources
     store = preset.mechanisms["sm-store"]
     unsourced = {k: v for k, v in store.sources.items() if k != "handoff_s"}
-    with pytest.raises(ValueError, match="sources.handoff_s"):
+    with pytest.raises(ValueError, match=r"sources\.handoff_s"):
         MechanismSpec(**{f.name: getattr(store, f.name) for f in dataclasses.fields(store)} | {"sources": unsourced})
 
 
