@@ -212,6 +212,26 @@ def topology_refit(
     typer.echo(f"wrote {out or path}")
 
 
+@topology_app.command("calibrate")
+def topology_calibrate(
+    path: Annotated[Path, typer.Argument(help="a topology JSON file (written by pkroof probe, or a preset's)")],
+    results: Annotated[list[Path], typer.Argument(help="results.jsonl files of pkroof profile on that node")],
+    max_size: Annotated[str, typer.Option(help="use records moving at most this much (nccl-tests size)")] = "256KiB",
+    out: Annotated[Path | None, typer.Option(help="where to write (default: in place)")] = None,
+) -> None:
+    """Set each mechanism's hand-off (handoff_s) from profiled kernels: their median excess over the model."""
+    from pkroof.profilers.calibrate import calibrate
+    from pkroof.rooflines.units import fmt_s, parse_size
+
+    try:
+        found = calibrate(path, results, parse_size(max_size), max_size, out or path, typer.echo)
+    except ValueError as e:
+        _fail(str(e))
+    for h in found:
+        typer.echo(f"{h.mechanism}: hand-off {fmt_s(h.seconds)} (median of {len(h.excesses_s)} records)")
+    typer.echo(f"wrote {out or path}")
+
+
 @app.command("bound")
 def bound_cmd(
     problem: Problem,

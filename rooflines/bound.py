@@ -107,9 +107,9 @@ def _cost(
             g = min(op.group_size, system.ranks_per_node)
             bw_s += _local_reduce_bytes(op.kind, alg, size, g) / system.hbm_bandwidth_Bps
         # over symmetric memory the receiver learns that data has landed through a flag: one more dependent
-        # step, and the hand-off around it costs what the node's kernels measured (handoff_s: 3.6 µs for SM
-        # loads or stores, 15.6 µs for the copy engine's stream hops on h200x2). NCCL's measured α already
-        # holds its own synchronisation.
+        # step, and the hand-off around it costs what the node's kernels measured (handoff_s, from `pkroof
+        # topology calibrate`; h200x2: 3.5-3.7 µs for SM stores or loads, 15.6 µs for the copy engine's stream
+        # hops). NCCL's measured α already holds its own synchronisation.
         staged = m.mechanism is not Mechanism.NCCL
         latency_s = model.latency_for(tiers.scaleup.num_steps + staged) + net_lat_s + staged * model.handoff_s
         cost = OpCost(alg, bw_s, latency_s, tiers.scaleup + tiers.scaleout)

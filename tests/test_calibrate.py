@@ -1,0 +1,89 @@
+"""Hand-off costs from profiled kernels (`pkroof topology calibrate`): which records count and what they give."""
+
+import dataclasses
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("torch")  # the records' workloads are traced from the problems' references
+
+from pkroof.cli import app
+from pkroof.profilers.calibrate import handoffs
+from pkroof.profilers.problems import load
+from pkroof.profilers.profile import workload_of
+from pkroof.rooflines import Mechanism, Schedule, predict
+from pkroof.topology import dump, resolve
+from pkroof.topology import load as load_topology
+
+KIB256 = 256 * 1024
+
+
+def _bare_prediction_s(mechanism: str, size: int = KIB256) -> float:
+    """What the h200x2 model predicts with no hand-off at all: the baseline a record's excess is measured from."""
+    topo = resolve("h200x2")
+    bare = {k: dataclasses.replace(v, handoff_s=0.0, sources={n: s for n, s in v.sources.items() if n != "handoff_s"})
+            for k, v in topo.mechanisms.items()}  # fmt: skip
+    system = dataclasses.replace(topo, mechanisms=bare).system(2)
+    w = workload_of(load("all-reduce"), 2, {"size_bytes": size})
+    return predict(w, system, Mechanism(mechanism), Schedule.SERIAL, 128).t_s
+
+
+def _record(mechanism: str, excess_s: float, *, status: str = "correct", size: int = KIB256) -> dict:
+    base = _bare_prediction_s(mechanism, size) if mechanism != "nccl" else 10e-6
+    return {
+        "problem": "all-reduce", "shape": "small", "params": {"size_bytes": size}, "impl": f"x-{mechanism}-{excess_s}",
+        "world_size": 2, "status": status, "mechanism": mechanism, "schedule": "serial", "comm_sms": 128,
+        "median_s": base + excess_s, "comm_bytes": size,
+    }  # fmt: skip
+
+
+def test_the_median_excess_of_small_correct_staged_records_per_mechanism():
+    records = [
+        _record("sm-store", 3e-6),
+        _record("sm-store", 5e-6),
+        _record("sm-store", 4.5e-6),  # median of 3, 4.5 and 5 µs: 4.5 µs
+        _record("sm-store", 50e-6, status="incorrect"),  # never counted
+        _record("sm-store", 50e-6, size=64 << 20),  # larger than max_bytes: not counted
+        _record("nccl", 50e-6),  # NCCL's α holds its own synchronisation: never calibrated
+        _record("sm-load", 2e-6),  # one record is not enough for a measurement
+    ]
+    found = {h.mechanism: h for h in handoffs(records, resolve("h200x2"), max_bytes=KIB256)}
+    assert set(found) == {"sm-store"}
+    assert found["sm-store"].seconds == pytest.approx(4.5e-6, abs=1e-12)
+    assert len(found["sm-store"].excesses_s) == 3
+
+
+def test_calibrate_writes_the_hand_offs_with_their_source_and_show_prints_them(tmp_path):
+    topo_file = tmp_path / "node.json"
+    dump(resolve("h200x2"), topo_file)
+    results = tmp_path / "results.jsonl"
+    rows = [
+        _record("sm-load", 2e-6),
+        _record("sm-load", 4e-6),
+        _record("copy-engine", 9e-6),
+        _record("copy-engine", 11e-6),
+    ]
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows) + "not json\n")
+    out = CliRunner().invoke(app, ["topology", "calibrate", str(topo_file), str(results)])
+    assert out.exit_code == 0, out.output
+    assert "skipped, not a record" in out.output  # the bad line is reported, not fatal
+    written = load_topology(topo_file)
+    # medians: (2 + 4) / 2 = 3 µs for SM loads, (9 + 11) / 2 = 10 µs for the copy engine; sm-store keeps its own
+    assert written.mechanisms["sm-load"].handoff_s == pytest.approx(3e-6, abs=1e-12)
+    assert written.mechanisms["copy-engine"].handoff_s == pytest.approx(10e-6, abs=1e-12)
+    assert written.mechanisms["sm-store"].handoff_s == resolve("h200x2").mechanisms["sm-store"].handoff_s
+    source = written.mechanisms["sm-load"].sources["handoff_s"]
+    assert written.sources[source].basis == "measured" and str(results) in written.sources[source].cite
+    shown = CliRunner().invoke(app, ["topology", "show", str(topo_file)])
+    assert "sm-load 3 µs" in shown.output and "copy-engine 10 µs" in shown.output
+
+
+def test_calibrate_without_usable_records_fails_in_one_line(tmp_path):
+    topo_file = tmp_path / "node.json"
+    dump(resolve("h200x2"), topo_file)
+    results = tmp_path / "results.jsonl"
+    results.write_text(json.dumps(_record("nccl", 1e-6)) + "\n")
+    out = CliRunner().invoke(app, ["topology", "calibrate", str(topo_file), str(results)])
+    assert out.exit_code != 0
+    assert "no mechanism has 2 correct serial records" in out.output
