@@ -8,6 +8,7 @@
 #                                                  the push / split-role / TMA kernels over CTAs and blocks
 #   bash benchmarks/device_run_kernels.sh final    collectives at 64 MiB and 256 KiB, GEMM + all-reduce, fused GEMMs at
 #                                                  llama3-70b-tp8, then the profiler's GPU test in the time left
+#   bash benchmarks/device_run_kernels.sh next     the open questions of 2026-11-30 (CE copy-out, TMA boxes, pull, 1 MiB)
 #   bash benchmarks/device_run_kernels.sh odd      TMA, split and CE variants through the profiler at an awkward size
 #   bash benchmarks/device_run_kernels.sh time     the issue-5 evidence: collectives at 64 MiB and 256 KiB beside
 #                                                  NCCL and torch symm_mem, GEMM + all-reduce, emulated-rank tests
@@ -63,6 +64,19 @@ elif [ "$1" = final ]; then  # the issue-5 evidence with the swept defaults, the
   echo "== tests/test_profiler_gpu.py with ${left} s left"
   [ "$left" -gt 20 ] && timeout "$left" python3 -m pytest -q -p no:cacheprovider tests/test_profiler_gpu.py \
     > "$OUT/gpu-tests.log" 2>&1; tail -3 "$OUT/gpu-tests.log"
+elif [ "$1" = next ]; then  # written for the next session, not yet run: what this session's runs left open
+  sweep() { timeout "$1" python3 benchmarks/kernels_sweep.py "${@:2}" 2>&1 | grep -v Warning | tee -a "$OUT/sweeps.log"; }
+  sweep 60 64MiB --ce-chunks 16 --ce-local dma,sm  # copy-out of all-gather / all-to-all by SMs instead of DMA
+  sweep 90 64MiB --modes tma --blocks 4096,16384,32768 --ctas 16,32,64  # bigger boxes (32768: 128 KiB of smem)
+  sweep 60 64MiB --modes pull --blocks 16384,65536 --ctas 128,256  # pull all-reduce's +18% against the model
+  prof() {
+    local log=$1 secs=$2; shift 2
+    echo "== pkroof profile $*" | tee -a "$OUT/$log.log"
+    timeout "$secs" python3 -m pkroof profile "$@" --timeout 60 --resume --out "$OUT/$log" 2>&1 \
+      | grep -v -e Warning -e 'return func' | tee -a "$OUT/$log.log"
+  }
+  prof coll 170 $C --size 1MiB  # the suite's default size, with the new defaults (+53% to +143% with the old)
+  prof coll 150 $C --size 1000480  # awkward size: every automatic variant through the real two-GPU check
 elif [ "$1" = odd ]; then  # the variants through the profiler's correctness check on the real ranks
   for p in all-reduce all-gather reduce-scatter all-to-all; do  # 1000480 B: a tail after whole TMA rows
     echo "== pkroof profile $p --size 1000480 (+ tma, split)" | tee -a "$OUT/odd.log"

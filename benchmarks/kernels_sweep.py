@@ -2,7 +2,7 @@
 
     python3 benchmarks/kernels_sweep.py [SIZE ...] [--blocks 4096,8192,16384] [--modes pull,push,split,tma]
                                          [--ctas 16,32,64,128,256]   (default: 64MiB 256KiB, 4096, pull,push)
-    python3 benchmarks/kernels_sweep.py [SIZE ...] --ce-chunks 2,4,8,16          copy-engine chunk sizes (MiB)
+    python3 benchmarks/kernels_sweep.py [SIZE ...] --ce-chunks 2,4,8,16 [--ce-local dma,sm]   copy-engine chunks (MiB)
 
 One process per GPU; each configuration is timed by pkroof's own timing function (CUDA graphs, 20 samples,
 slowest rank) on one fixed input; correctness is the profiler's job, not this script's. The block size is
@@ -21,7 +21,7 @@ KINDS = {"all-reduce": 0, "all-gather": 1, "reduce-scatter": 2, "all-to-all": 3}
 CTAS = [16, 32, 64, 128, 256]
 
 
-def _ce_rows(world: int, sizes: list[str], chunks_mib: list[int], show) -> list[tuple]:
+def _ce_rows(world: int, sizes: list[str], chunks_mib: list[int], locals_: list[str], show) -> list[tuple]:
     import pkroof.kernels.copy_engine as ce
     from pkroof.profilers.timing import time_device
     from pkroof.rooflines.units import parse_size
@@ -34,11 +34,13 @@ def _ce_rows(world: int, sizes: list[str], chunks_mib: list[int], show) -> list[
         for name, fn in fns.items():
             numel = nbytes // 2 // (world if name == "all-gather" else 1)
             x = torch.randn(numel, device="cuda", dtype=torch.bfloat16)
-            for mib in chunks_mib:
-                ce.CHUNK_BYTES = mib << 20
-                t = time_device(lambda i, f=fn, x=x: f(x), iters=20, barrier=dist.barrier, group=dist.group.WORLD)
-                rows.append((size, name, "ce", f"{mib}MiB", 0, t.median_s * 1e6))
-                show(rows[-1:])
+            for local in locals_:
+                ce.LOCAL_COPY = local
+                for mib in chunks_mib:
+                    ce.CHUNK_BYTES = mib << 20
+                    t = time_device(lambda i, f=fn, x=x: f(x), iters=20, barrier=dist.barrier, group=dist.group.WORLD)
+                    rows.append((size, name, f"ce-{local}", f"{mib}MiB", 0, t.median_s * 1e6))
+                    show(rows[-1:])
     return rows
 
 
@@ -47,7 +49,14 @@ MODES["tma"] = {"push": True, "tma": True}
 
 
 def _worker(
-    rank: int, world: int, sizes: list[str], blocks: list[int], chunks_mib: list[int], modes: list[str], ctas_list
+    rank: int,
+    world: int,
+    sizes: list[str],
+    blocks: list[int],
+    chunks_mib: list[int],
+    modes: list[str],
+    ctas_list: list[int],
+    locals_: list[str],
 ) -> None:
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", rank))
@@ -59,7 +68,7 @@ def _worker(
         print(f"{'size':>7} {'collective':15} {'mode':5} {'block':>6} {'ctas':>5} {'median us':>10}", flush=True)
     show = _print if rank == 0 else _silent
     if chunks_mib:
-        _ce_rows(world, sizes, chunks_mib, show)
+        _ce_rows(world, sizes, chunks_mib, locals_, show)
         dist.destroy_process_group()
         return
     rows = []
@@ -99,6 +108,7 @@ if __name__ == "__main__":
     parser.add_argument("--modes", default="pull,push", help="comma-separated: pull, push, split, tma")
     parser.add_argument("--ctas", default=",".join(map(str, CTAS)), help="CTA counts (split: both roles)")
     parser.add_argument("--ce-chunks", default="", help="comma-separated copy-engine chunk sizes in MiB (CE only)")
+    parser.add_argument("--ce-local", default="dma", help="CE only: how chunks are copied out locally, dma and/or sm")
     args = parser.parse_args()
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29533")
@@ -106,4 +116,5 @@ if __name__ == "__main__":
     blocks = [int(b) for b in args.blocks.split(",")]
     chunks_mib = [int(c) for c in args.ce_chunks.split(",") if c]
     modes, ctas = args.modes.split(","), [int(c) for c in args.ctas.split(",")]
-    mp.spawn(_worker, args=(world, args.sizes, blocks, chunks_mib, modes, ctas), nprocs=world)
+    locals_ = args.ce_local.split(",")
+    mp.spawn(_worker, args=(world, args.sizes, blocks, chunks_mib, modes, ctas, locals_), nprocs=world)

@@ -27,6 +27,10 @@ CE_READY, CE_FREE = 4, 5  # point-to-point event slots (kernels/fused.py uses 0-
 CHUNK_BYTES = int(os.environ.get("PKROOF_CE_CHUNK", 16 << 20))  # per peer and chunk; 16 MiB was best or within 3% of
 # it for all four at 64 MiB on 2xH200 (4, 8, 16 MiB swept: benchmarks/data/2026-11-30-variants/h200x2-sweeps.log)
 MAX_CHUNKS = 16
+# how all-gather and all-to-all copy a landed chunk out of the inbox: "dma" (Tensor.copy_, itself a copy-engine
+# transfer: measured, 32% / 20% over the model at 64 MiB on 2xH200) or "sm" (an elementwise kernel, leaving the
+# copy engines to the link; correct on CPU, not yet timed on GPUs)
+LOCAL_COPY = os.environ.get("PKROOF_CE_LOCAL_COPY", "dma")
 
 
 def chunk_bounds(span: int, itemsize: int) -> list[tuple[int, int]]:
@@ -117,7 +121,10 @@ def _gather(name: str, sources: dict[int, torch.Tensor], own: torch.Tensor) -> t
     out[ws.rank].copy_(own.reshape(-1))
 
     def copy_out(p: int, lo: int, hi: int, rows: torch.Tensor, first: bool) -> None:
-        out[p, lo:hi].copy_(rows)
+        if LOCAL_COPY == "sm":
+            torch.mul(rows, 1, out=out[p, lo:hi])  # an SM kernel (exact: x · 1 = x), not a DMA
+        else:
+            out[p, lo:hi].copy_(rows)
 
     _pipelined(name, sources, copy_out)
     return out

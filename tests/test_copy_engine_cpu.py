@@ -120,8 +120,10 @@ def _run_ranks(monkeypatch, fn, calls):
         ("all-reduce", copy_engine.all_reduce_ce),
     ],
 )
-def test_copy_engine_collectives_put_every_byte_in_its_place(monkeypatch, kind, fn, world, chunk_bytes):
+@pytest.mark.parametrize("local_copy", ["dma", "sm"])
+def test_copy_engine_collectives_put_every_byte_in_its_place(monkeypatch, kind, fn, world, chunk_bytes, local_copy):
     monkeypatch.setattr(copy_engine, "CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(copy_engine, "LOCAL_COPY", local_copy)
     n = world * 1001 if kind in ("all-to-all", "reduce-scatter") else 1001  # odd chunks
     g = torch.Generator().manual_seed(world)
     calls = [[torch.randn(n, generator=g).to(torch.bfloat16) for _ in range(world)] for _ in range(3)]
