@@ -98,6 +98,7 @@ def topology_text(t: Topology) -> str:
         lines.append(
             "  hand-off of a collective staged through symmetric memory, beyond α and one flag step: "
             + ", ".join(handoffs)
+            + " (a device-initiated mechanism without its own takes the smallest of these SM ones)"
         )
     lines += ["", "sources:"] + [f"  {k} ({v.basis}): {v.cite}" for k, v in t.sources.items()]
     return "\n".join(lines)

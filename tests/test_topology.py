@@ -150,3 +150,18 @@ def test_load_reports_path_and_json_errors(tmp_path):
 def test_unknown_preset_names_the_choices():
     with pytest.raises(ValueError, match=r"unknown topology 'hgx-h20-8'.*hgx-h200-8"):
         resolve("hgx-h20-8")
+
+
+def test_an_unmeasured_device_initiated_hand_off_takes_the_smallest_measured_one():
+    from pkroof.rooflines import Mechanism
+    from pkroof.topology import resolve
+
+    topo = resolve("h200x2")
+    spec = topo.mechanisms
+    # measured on h200x2: sm-store 3.47 µs and sm-load 3.65 µs (pkroof topology calibrate); tma has none of its own
+    assert spec["tma"].handoff_s == 0 and spec["sm-store"].handoff_s < spec["sm-load"].handoff_s
+    models = topo.system(2).mechanisms
+    assert models[Mechanism.TMA].handoff_s == spec["sm-store"].handoff_s  # the smaller of the two
+    assert models[Mechanism.SM_LOAD].handoff_s == spec["sm-load"].handoff_s  # a measured one stays its own
+    assert models[Mechanism.NCCL].handoff_s == 0  # NCCL is not device-initiated over symmetric memory
+    assert models[Mechanism.COPY_ENGINE].handoff_s == spec["copy-engine"].handoff_s
