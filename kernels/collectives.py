@@ -452,8 +452,10 @@ def all_reduce_two_shot(x):
     return full[: x.numel()].view_as(x)
 
 
-# TMA pushes (not yet measured on GPUs: ask for them with --impl). Chunks that are not 16-byte multiples (which
-# TMA cannot address) go by SM stores, as pkroof-*-push.
+# TMA pushes (ask for them with --impl): correct on GPUs, but slow as they stand (64 CTAs: all-gather 234 µs at
+# 64 MiB, 2x the SM push): each CTA waits for a bulk load before its bulk store, one box in flight
+# (benchmarks/2026-11-30-variants-h200x2.md). Chunks that are not 16-byte multiples (which TMA cannot address)
+# go by SM stores, as pkroof-*-push.
 
 
 @declare(mechanism="tma", schedule="serial", comm_sms=CTAS_TMA)

@@ -61,12 +61,12 @@ BUILTIN_IMPLS: dict[str, BuiltinImpl] = {
             "pkroof-reduce-scatter-push": ("reduce_scatter_push", {"reduce-scatter"}),
             "pkroof-all-to-all-push": ("all_to_all_push", {"all-to-all"}),
             "pkroof-all-to-all-pull": ("all_to_all_pull", {"all-to-all"}, False),
-            # TMA pushes: checked in Triton's interpreter and compiled for sm_90, not yet run on GPUs
+            # TMA pushes: correct on GPUs (emulated ranks) but 2x slower than the SM push at 64 MiB (one box in flight)
             "pkroof-all-reduce-tma": ("all_reduce_tma", {"all-reduce"}, False),
             "pkroof-all-gather-tma": ("all_gather_tma", {"all-gather"}, False),
             "pkroof-reduce-scatter-tma": ("reduce_scatter_tma", {"reduce-scatter"}, False),
             "pkroof-all-to-all-tma": ("all_to_all_tma", {"all-to-all"}, False),
-            # split roles (stager and consumer CTAs): checked in the interpreter, not yet run on GPUs
+            # split roles (stager and consumer CTAs): correct on GPUs, within 5% of the SM push at 64 MiB
             "pkroof-all-reduce-split": ("all_reduce_split", {"all-reduce"}, False),
             "pkroof-all-gather-split": ("all_gather_split", {"all-gather"}, False),
             "pkroof-reduce-scatter-split": ("reduce_scatter_split", {"reduce-scatter"}, False),
