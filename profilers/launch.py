@@ -106,6 +106,7 @@ def _rank_main(rank: int, world: int, fn: Callable, args: tuple, backend: str, p
 
 
 PORT_TRIES = 3
+PORT_TAKEN_EXIT = 75  # a rank whose rendezvous port was taken exits with this (EX_TEMPFAIL): start again elsewhere
 
 
 def run_ranks(fn: Callable, world: int, args: tuple = (), *, backend: str = "gloo", timeout_s: float = 120) -> list:

@@ -41,3 +41,27 @@ def rank_and_sum(rank: int, world: int) -> tuple[int, float]:
     x = torch.tensor([float(rank + 1)])
     dist.all_reduce(x)
     return rank, x.item()
+
+
+def port_taken_once(rank: int, world: int, port: int, folder: str) -> None:
+    """Rank 0 of the first start finds its port taken (as the probe's rank does) and exits with PORT_TAKEN_EXIT;
+    the next start works: every rank writes the port it got."""
+    import os
+
+    from pkroof.profilers.launch import PORT_TAKEN_EXIT
+
+    marker = Path(folder, "taken")
+    if rank == 0 and not marker.exists():
+        marker.write_text(str(port))
+        os._exit(PORT_TAKEN_EXIT)
+    Path(folder, f"rank{rank}").write_text(str(port))
+
+
+def port_always_taken(rank: int, world: int, port: int, folder: str) -> None:
+    import os
+
+    from pkroof.profilers.launch import PORT_TAKEN_EXIT
+
+    if rank == 0:
+        os._exit(PORT_TAKEN_EXIT)
+    time.sleep(30)

@@ -298,6 +298,18 @@ def test_a_taken_rendezvous_port_is_retried_not_recorded_as_a_crash(monkeypatch)
     assert results == [(0, 3.0), (1, 3.0)]  # both ranks, and 1 + 2 after the all-reduce
 
 
+def test_the_probe_starts_its_ranks_again_when_their_port_was_taken(tmp_path):
+    from pkroof.topology.probe import ProbeError, spawn_on_fresh_ports
+
+    lines = []
+    spawn_on_fresh_ports(spawn_targets.port_taken_once, 2, lambda port: (port, str(tmp_path)), 60, lines.append)
+    assert (tmp_path / "taken").exists() and (tmp_path / "rank0").exists()  # the first start failed, a second ran
+    assert any("port was taken" in line and "again" in line for line in lines)
+    # a port taken at every start is one clear error, not a loop
+    with pytest.raises(ProbeError, match="on 3 tries"):
+        spawn_on_fresh_ports(spawn_targets.port_always_taken, 2, lambda port: (port, str(tmp_path)), 60, print)
+
+
 def test_the_measured_preset_holds_curves_and_fits():
     import json
 

@@ -18,7 +18,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pkroof.profilers.launch import RankFailedError, RankTimeoutError, free_port, start_ranks, stop_ranks, wait_ranks
+from pkroof.profilers.launch import (
+    PORT_TAKEN_EXIT,
+    PORT_TRIES,
+    RankFailedError,
+    RankTimeoutError,
+    free_port,
+    start_ranks,
+    stop_ranks,
+    wait_ranks,
+)
 
 from .discover import Discovery, discover, health
 from .files import decode, dump
@@ -31,6 +40,10 @@ SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "N
 
 class ProbeError(RuntimeError):
     """The probe cannot run here (no GPU, no torch, a rank failed); the message is one line for the user."""
+
+
+class _PortTakenError(ProbeError):
+    """A rank's rendezvous port was taken before it listened (it exited with PORT_TAKEN_EXIT): start again."""
 
 
 def _clocks(d: Discovery) -> dict[str, float]:
@@ -72,12 +85,40 @@ def _wait(procs: list, deadline_s: float, log: Callable[[str], None]) -> None:
     try:
         wait_ranks(procs, deadline_s)
     except RankFailedError as e:
+        if e.exitcode == PORT_TAKEN_EXIT:
+            raise _PortTakenError(f"rank {e.rank}: its rendezvous port was taken") from None
         raise ProbeError(f"rank {e.rank} failed (exit code {e.exitcode}); its error is printed above") from None
     except RankTimeoutError:
         raise ProbeError(f"the probe did not finish in {deadline_s:.0f} s; its ranks were stopped") from None
     except KeyboardInterrupt:
         log("interrupted: stopping every rank")
         raise
+
+
+def spawn_on_fresh_ports(
+    target: Callable[..., None],
+    world: int,
+    args_for: Callable[[int], tuple],
+    deadline_s: float,
+    log: Callable[[str], None],
+    while_starting: Callable[[], None] = lambda: None,
+) -> None:
+    """As spawn, with args_for(port) on a port picked just before; a rank that finds the port taken (the port was
+    free when picked, but not when rank 0 listened) makes all start again on another, up to PORT_TRIES times.
+    while_starting runs once, while the first ranks start."""
+    for attempt in range(PORT_TRIES):
+        procs = start_ranks(target, world, args_for(free_port()))
+        try:
+            if attempt == 0:
+                while_starting()
+            _wait(procs, deadline_s, log)
+            return
+        except _PortTakenError as e:
+            if attempt + 1 == PORT_TRIES:
+                raise ProbeError(f"{e} on {PORT_TRIES} tries; is something on this node taking ports?") from None
+            log(f"{e}; starting the ranks again on another port")
+        finally:
+            stop_ranks(procs)
 
 
 def launched_by_torchrun() -> bool:
@@ -103,18 +144,25 @@ def _measure_spawned(
     from .probe_plan import run_rank
 
     start = time.monotonic()
+    found: list[Discovery] = []
+
+    def discover_nodes() -> None:  # while the ranks import torch and set up NCCL: still before any load
+        found.append(discover(nvml))
+        log(f"NVML discovery: {len(found[0].gpus)} x {found[0].gpus[0].name} in {time.monotonic() - start:.1f} s")
+
     with tempfile.TemporaryDirectory(prefix="pkroof-probe-") as tmp:
         results = Path(tmp) / "results.json"
-        procs = start_ranks(run_rank, len(chosen), (free_port(), plan, str(results), chosen))
-        try:
-            before = discover(nvml)  # while the ranks import torch and set up NCCL: still before any load
-            log(f"NVML discovery: {len(before.gpus)} x {before.gpus[0].name} in {time.monotonic() - start:.1f} s")
-            _wait(procs, 300 if quick else 900, log)
-        finally:
-            stop_ranks(procs)
+        spawn_on_fresh_ports(
+            run_rank,
+            len(chosen),
+            lambda port: (port, plan, str(results), chosen),
+            300 if quick else 900,
+            log,
+            while_starting=discover_nodes,
+        )
         if not results.exists():
             raise ProbeError("the ranks finished without writing results")
-        return json.loads(results.read_text()), before
+        return json.loads(results.read_text()), found[0]
 
 
 def _measure_launched(nvml: object, plan: object) -> tuple[dict | None, Discovery]:

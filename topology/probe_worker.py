@@ -11,6 +11,7 @@ import dataclasses
 import json
 import os
 import socket
+import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -18,6 +19,7 @@ from datetime import UTC, datetime
 import torch
 import torch.distributed as dist
 
+from pkroof.profilers.launch import PORT_TAKEN_EXIT
 from pkroof.profilers.timing import Timing, time_device
 from pkroof.rooflines import Collective, bus_bandwidth_factor
 
@@ -460,9 +462,15 @@ def run(
     device = int(os.environ.get("LOCAL_RANK", 0)) if launched else gpus[rank]
     torch.cuda.set_device(device)
     init = "env://" if launched else f"tcp://127.0.0.1:{port}"
-    dist.init_process_group(
-        "nccl", init_method=init, rank=rank, world_size=world, device_id=torch.device("cuda", device)
-    )
+    try:
+        dist.init_process_group(
+            "nccl", init_method=init, rank=rank, world_size=world, device_id=torch.device("cuda", device)
+        )
+    except RuntimeError as e:  # DistNetworkError: the port picked for us was taken before rank 0 listened on it
+        if launched or "EADDRINUSE" not in str(e):
+            raise
+        print(f"rank {rank}: rendezvous port {port} was taken; the probe starts again on another", file=sys.stderr)
+        os._exit(PORT_TAKEN_EXIT)
     start = time.perf_counter()
 
     def log(message: str) -> None:
