@@ -6,8 +6,8 @@
 
 One process per GPU; each configuration is timed by pkroof's own timing function (CUDA graphs, 20 samples,
 slowest rank) on one fixed input; correctness is the profiler's job, not this script's. The block size is
-the largest BLOCK the kernel may pick (kernels/collectives.py, MAX_BLOCK). With --ce-chunks it times the
-copy-engine collectives (kernels/copy_engine.py) instead, once per chunk size (CHUNK_BYTES).
+the largest BLOCK the kernel may pick (kernels/collectives.py: MAX_BLOCK, and TMA_MAX_BLOCK for tma). With
+--ce-chunks it times the copy-engine collectives (kernels/copy_engine.py) instead, once per chunk size.
 """
 
 import argparse
@@ -79,7 +79,7 @@ def _worker(
             x = torch.randn(numel, device="cuda", dtype=torch.bfloat16)
             for mode in modes:
                 for block in blocks:
-                    coll.MAX_BLOCK = block
+                    coll.MAX_BLOCK = coll.TMA_MAX_BLOCK = block
                     for ctas in ctas_list:
                         t = time_device(
                             lambda i, k=kind, x=x, m=MODES[mode], c=ctas: coll.exchange(k, x, ctas=c, **m),

@@ -257,11 +257,18 @@ MAX_BLOCK = int(os.environ.get("PKROOF_MAX_BLOCK", 16384))  # larger blocks keep
 # all-to-all and tied for all-reduce (benchmarks/data/2026-11-30-variants/h200x2-sweeps.log)
 
 
-def _tiling(span: int, ctas: int) -> tuple[int, int]:
-    """(BLOCK, SUB): blocks of 1024..MAX_BLOCK elements (16-byte accesses for every thread), and up to 16 blocks
-    per flag hand-off while every CTA still gets about four tiles to pipeline."""
+# TMA: a block is one bulk copy's box (BLOCK / 256 rows of 256 elements), and each CTA has one in flight at a time,
+# so the box is the lever. Measured in this kernel: 8 KiB boxes (4096 elements) give 2.2 GB/s per CTA; the probe's
+# TMA copy, 64 KiB boxes, 25 GB/s per CTA (h200x2). 32768 bf16 elements make 64 KiB boxes (128 KiB of shared memory
+# with the staging of the store), not yet timed in this kernel.
+TMA_MAX_BLOCK = int(os.environ.get("PKROOF_TMA_MAX_BLOCK", 32768))
+
+
+def _tiling(span: int, ctas: int, max_block: int | None = None) -> tuple[int, int]:
+    """(BLOCK, SUB): blocks of 1024..max_block (default MAX_BLOCK) elements (16-byte accesses for every thread),
+    and up to 16 blocks per flag hand-off while every CTA still gets about four tiles to pipeline."""
     per_cta = max(1, span // ctas)
-    block = max(1024, min(MAX_BLOCK, triton.next_power_of_2(per_cta)))
+    block = max(1024, min(max_block or MAX_BLOCK, triton.next_power_of_2(per_cta)))
     sub = max(1, min(16, per_cta // (4 * block)))
     return block, 1 << (sub.bit_length() - 1)  # a power of two
 
@@ -359,7 +366,7 @@ def launch(
         if x.is_cuda:  # device-side tensor descriptors live in a little global scratch
             triton.set_allocator(_tma_scratch)
     pairs = max(1, ctas // 2) if split else ctas  # CTAs that stage (and, unsplit, also consume)
-    block, sub = _tiling(layout.span, pairs)
+    block, sub = _tiling(layout.span, pairs, TMA_MAX_BLOCK if tma else MAX_BLOCK)
     n_tiles = triton.cdiv(layout.span, block * sub)
     grid = min(pairs, n_tiles, MAX_CTAS - 1)
     kernel = _split_kernel if split else _exchange_kernel
@@ -452,9 +459,9 @@ def all_reduce_two_shot(x):
     return full[: x.numel()].view_as(x)
 
 
-# TMA pushes (ask for them with --impl): correct on GPUs, but slow as they stand (64 CTAs: all-gather 234 µs at
-# 64 MiB, 2x the SM push): each CTA waits for a bulk load before its bulk store, one box in flight
-# (benchmarks/2026-11-30-variants-h200x2.md). Chunks that are not 16-byte multiples (which TMA cannot address)
+# TMA pushes (ask for them with --impl): correct on GPUs; measured slow with 8 KiB boxes (64 CTAs: all-gather 234 µs
+# at 64 MiB, 2x the SM push), each CTA waiting for a bulk load before its bulk store; boxes are now 64 KiB
+# (TMA_MAX_BLOCK), not yet timed (benchmarks/2026-11-30-variants-h200x2.md). Chunks that are not 16-byte multiples (which TMA cannot address)
 # go by SM stores, as pkroof-*-push.
 
 

@@ -22,7 +22,7 @@ ALIGNED = {"x", "out", "stage_table", "flag_table", "my_flags", "epochs", "calls
            "half_size"}  # fmt: skip
 
 
-def _ptx(kind: int, push: bool, phase: int = 0, tma: bool = False, split: bool = False) -> str:
+def _compiled(kind: int, push: bool, phase: int = 0, tma: bool = False, split: bool = False, block: int = 4096):
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
@@ -31,10 +31,14 @@ def _ptx(kind: int, push: bool, phase: int = 0, tma: bool = False, split: bool =
     signature = dict(zip(ARGS, TYPES, strict=True)) | dict.fromkeys(
         ["KIND", "PUSH", "WORLD", "BLOCK", "SUB", "PHASE", "TMA"], "constexpr"
     )
-    constants = {"KIND": kind, "PUSH": push, "WORLD": 4, "BLOCK": 4096, "SUB": 4, "PHASE": phase, "TMA": tma}
+    constants = {"KIND": kind, "PUSH": push, "WORLD": 4, "BLOCK": block, "SUB": 4, "PHASE": phase, "TMA": tma}
     attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(ARGS) if name in ALIGNED}
     source = ASTSource(_split_kernel if split else _exchange_kernel, signature, constants, attrs=attrs)
-    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8}).asm["ptx"]
+    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8})
+
+
+def _ptx(kind: int, push: bool, phase: int = 0, tma: bool = False, split: bool = False) -> str:
+    return _compiled(kind, push, phase, tma, split).asm["ptx"]
 
 
 @pytest.mark.parametrize("split", [False, True], ids=["one-role", "split-roles"])
@@ -65,3 +69,14 @@ def test_tma_push_uses_bulk_tensor_copies_and_completes_them_before_the_flag(kin
     complete = ptx.find("cp.async.bulk.wait_group 0; fence.proxy.async.global;")
     assert complete >= 0 and ptx.find("st.release.sys", complete) > complete
     assert "multimem" not in ptx
+
+
+@pytest.mark.parametrize("kind", [0, 1, 2, 3], ids=["all-reduce", "all-gather", "reduce-scatter", "all-to-all"])
+def test_the_default_tma_box_fits_in_shared_memory(kind):
+    from pkroof.kernels.collectives import MAX_BLOCK, TMA_MAX_BLOCK
+
+    # an H100/H200 CTA may use at most 227 KiB (232448 bytes) of shared memory, or the launch fails; the largest
+    # blocks the kernel picks by default must compile within it, TMA's (bulk copies) and the SM stores'
+    for tma, block in ((True, TMA_MAX_BLOCK), (False, MAX_BLOCK)):
+        shared = _compiled(kind, True, tma=tma, block=block).metadata.shared
+        assert shared <= 232448, (tma, block, shared)
