@@ -461,8 +461,8 @@ def all_reduce_two_shot(x):
 
 # TMA pushes (ask for them with --impl): correct on GPUs; measured slow with 8 KiB boxes (64 CTAs: all-gather 234 µs
 # at 64 MiB, 2x the SM push), each CTA waiting for a bulk load before its bulk store; boxes are now 64 KiB
-# (TMA_MAX_BLOCK), not yet timed (benchmarks/2026-11-30-variants-h200x2.md). Chunks that are not 16-byte multiples (which TMA cannot address)
-# go by SM stores, as pkroof-*-push.
+# (TMA_MAX_BLOCK), not yet timed (benchmarks/2026-11-30-variants-h200x2.md). Chunks that are not 16-byte multiples
+# (which TMA cannot address) go by SM stores, as pkroof-*-push.
 
 
 @declare(mechanism="tma", schedule="serial", comm_sms=CTAS_TMA)
