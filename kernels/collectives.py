@@ -28,6 +28,7 @@ Sums accumulate in fp32.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -171,6 +172,15 @@ def _stage_tile(x, stage_table, half, rank, tile, lanes, span, slot, chunk, n_ti
 
 
 @triton.jit
+def _consume_tile(x, out, stage_table, half, rank, tile, lanes, span, slot, chunk,
+                  KIND: tl.constexpr, PUSH: tl.constexpr, WORLD: tl.constexpr, BLOCK: tl.constexpr,
+                  SUB: tl.constexpr):  # fmt: skip
+    for s in range(SUB):
+        offs = tile * (SUB * BLOCK) + s * BLOCK + lanes
+        _consume(x, out, stage_table, half, rank, offs, offs < span, slot, chunk, KIND, PUSH, WORLD)
+
+
+@triton.jit
 def _exchange_kernel(
     x, out, stage_table, flag_table, my_flags, epochs, calls, rank, n_tiles, grid, span, slot, chunk, half_size,
     KIND: tl.constexpr, PUSH: tl.constexpr, WORLD: tl.constexpr, BLOCK: tl.constexpr, SUB: tl.constexpr,
@@ -200,9 +210,8 @@ def _exchange_kernel(
         if PHASE == 0:
             wait_peers(my_flags, cta, rank, first + k + 1, WORLD)
         if PHASE != 1:
-            for s in range(SUB):
-                offs = tile * (SUB * BLOCK) + s * BLOCK + lanes
-                _consume(x, out, stage_table, half, rank, offs, offs < span, slot, chunk, KIND, PUSH, WORLD)
+            _consume_tile(x, out, stage_table, half, rank, tile, lanes, span, slot, chunk,
+                          KIND, PUSH, WORLD, BLOCK, SUB)  # fmt: skip
         k += 1
     if PHASE != 1:  # a call ends after its consume phase
         tl.store(epochs + cta, first + k)
@@ -244,9 +253,8 @@ def _split_kernel(
         for tile in range(cta, n_tiles, grid):
             if PHASE == 0:
                 wait_peers(my_flags, cta, rank, first + k + 1, WORLD)
-            for s in range(SUB):
-                offs = tile * (SUB * BLOCK) + s * BLOCK + lanes
-                _consume(x, out, stage_table, half, rank, offs, offs < span, slot, chunk, KIND, PUSH, WORLD)
+            _consume_tile(x, out, stage_table, half, rank, tile, lanes, span, slot, chunk,
+                          KIND, PUSH, WORLD, BLOCK, SUB)  # fmt: skip
             k += 1
         tl.store(epochs + _MAX + cta, first + k)
         tl.store(calls + _MAX + cta, tl.load(calls + _MAX + cta) + 1)
@@ -407,44 +415,24 @@ CTAS_TMA = int(os.environ.get("PKROOF_CTAS_TMA", 32))  # the probe: 16 CTAs of T
 CTAS_SPLIT = int(os.environ.get("PKROOF_CTAS_SPLIT", 256))  # stagers and consumers together
 
 
-@declare(mechanism="sm-load", schedule="serial", comm_sms=CTAS_LOAD)
-def all_reduce_one_shot_pull(x):
-    return exchange(ALL_REDUCE, x, push=False, ctas=CTAS_LOAD)
+def _collective(kind: int, mechanism: str, ctas: int, **how: bool) -> Callable[[torch.Tensor], torch.Tensor]:
+    """One built-in implementation: `exchange` of `kind` with these settings, declaring its pair."""
+
+    @declare(mechanism=mechanism, schedule="serial", comm_sms=ctas)
+    def run(x: torch.Tensor) -> torch.Tensor:
+        return exchange(kind, x, ctas=ctas, **how)
+
+    return run
 
 
-@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_STORE)
-def all_reduce_one_shot_push(x):
-    return exchange(ALL_REDUCE, x, push=True, ctas=CTAS_STORE)
-
-
-@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_STORE)
-def all_gather_push(shard):
-    return exchange(ALL_GATHER, shard, push=True, ctas=CTAS_STORE)
-
-
-@declare(mechanism="sm-load", schedule="serial", comm_sms=CTAS_LOAD)
-def all_gather_pull(shard):
-    return exchange(ALL_GATHER, shard, push=False, ctas=CTAS_LOAD)
-
-
-@declare(mechanism="sm-load", schedule="serial", comm_sms=CTAS_LOAD)
-def reduce_scatter_pull(x):
-    return exchange(REDUCE_SCATTER, x, push=False, ctas=CTAS_LOAD)
-
-
-@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_STORE)
-def reduce_scatter_push(x):
-    return exchange(REDUCE_SCATTER, x, push=True, ctas=CTAS_STORE)
-
-
-@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_STORE)
-def all_to_all_push(x):
-    return exchange(ALL_TO_ALL, x, push=True, ctas=CTAS_STORE)
-
-
-@declare(mechanism="sm-load", schedule="serial", comm_sms=CTAS_LOAD)
-def all_to_all_pull(x):
-    return exchange(ALL_TO_ALL, x, push=False, ctas=CTAS_LOAD)
+all_reduce_one_shot_pull = _collective(ALL_REDUCE, "sm-load", CTAS_LOAD, push=False)
+all_reduce_one_shot_push = _collective(ALL_REDUCE, "sm-store", CTAS_STORE, push=True)
+all_gather_push = _collective(ALL_GATHER, "sm-store", CTAS_STORE, push=True)
+all_gather_pull = _collective(ALL_GATHER, "sm-load", CTAS_LOAD, push=False)
+reduce_scatter_pull = _collective(REDUCE_SCATTER, "sm-load", CTAS_LOAD, push=False)
+reduce_scatter_push = _collective(REDUCE_SCATTER, "sm-store", CTAS_STORE, push=True)
+all_to_all_push = _collective(ALL_TO_ALL, "sm-store", CTAS_STORE, push=True)
+all_to_all_pull = _collective(ALL_TO_ALL, "sm-load", CTAS_LOAD, push=False)
 
 
 @declare(mechanism="sm-load", schedule="serial", comm_sms=CTAS_LOAD)
@@ -463,46 +451,13 @@ def all_reduce_two_shot(x):
 # at 64 MiB, 2x the SM push), each CTA waiting for a bulk load before its bulk store; boxes are now 64 KiB
 # (TMA_MAX_BLOCK), not yet timed (benchmarks/2026-11-30-variants-h200x2.md). Chunks that are not 16-byte multiples
 # (which TMA cannot address) go by SM stores, as pkroof-*-push.
-
-
-@declare(mechanism="tma", schedule="serial", comm_sms=CTAS_TMA)
-def all_reduce_tma(x):
-    return exchange(ALL_REDUCE, x, push=True, ctas=CTAS_TMA, tma=True)
-
-
-@declare(mechanism="tma", schedule="serial", comm_sms=CTAS_TMA)
-def all_gather_tma(shard):
-    return exchange(ALL_GATHER, shard, push=True, ctas=CTAS_TMA, tma=True)
-
-
-@declare(mechanism="tma", schedule="serial", comm_sms=CTAS_TMA)
-def reduce_scatter_tma(x):
-    return exchange(REDUCE_SCATTER, x, push=True, ctas=CTAS_TMA, tma=True)
-
-
-@declare(mechanism="tma", schedule="serial", comm_sms=CTAS_TMA)
-def all_to_all_tma(x):
-    return exchange(ALL_TO_ALL, x, push=True, ctas=CTAS_TMA, tma=True)
-
+all_reduce_tma = _collective(ALL_REDUCE, "tma", CTAS_TMA, push=True, tma=True)
+all_gather_tma = _collective(ALL_GATHER, "tma", CTAS_TMA, push=True, tma=True)
+reduce_scatter_tma = _collective(REDUCE_SCATTER, "tma", CTAS_TMA, push=True, tma=True)
+all_to_all_tma = _collective(ALL_TO_ALL, "tma", CTAS_TMA, push=True, tma=True)
 
 # Split roles: half the CTAs push (SM stores), the other half consume, so the link never waits for a consume.
-
-
-@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_SPLIT)
-def all_reduce_split(x):
-    return exchange(ALL_REDUCE, x, push=True, ctas=CTAS_SPLIT, split=True)
-
-
-@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_SPLIT)
-def all_gather_split(shard):
-    return exchange(ALL_GATHER, shard, push=True, ctas=CTAS_SPLIT, split=True)
-
-
-@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_SPLIT)
-def reduce_scatter_split(x):
-    return exchange(REDUCE_SCATTER, x, push=True, ctas=CTAS_SPLIT, split=True)
-
-
-@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_SPLIT)
-def all_to_all_split(x):
-    return exchange(ALL_TO_ALL, x, push=True, ctas=CTAS_SPLIT, split=True)
+all_reduce_split = _collective(ALL_REDUCE, "sm-store", CTAS_SPLIT, push=True, split=True)
+all_gather_split = _collective(ALL_GATHER, "sm-store", CTAS_SPLIT, push=True, split=True)
+reduce_scatter_split = _collective(REDUCE_SCATTER, "sm-store", CTAS_SPLIT, push=True, split=True)
+all_to_all_split = _collective(ALL_TO_ALL, "sm-store", CTAS_SPLIT, push=True, split=True)

@@ -21,7 +21,7 @@ from contextlib import AbstractContextManager
 import torch
 
 from .declare import declare
-from .symm import workspace
+from .symm import side_stream, workspace
 
 CE_READY, CE_FREE = 4, 5  # point-to-point event slots (kernels/fused.py uses 0-3)
 CHUNK_BYTES = int(os.environ.get("PKROOF_CE_CHUNK", 16 << 20))  # per peer and chunk; 16 MiB was best or within 3% of
@@ -46,7 +46,7 @@ class Streams:
 
     def __init__(self) -> None:
         self.main = torch.cuda.current_stream()
-        self.copy, self.signal = _side_streams()
+        self.copy, self.signal = side_stream(0), side_stream(1)
         self.copy.wait_stream(self.main)
         self.signal.wait_stream(self.main)
 
@@ -64,16 +64,6 @@ class Streams:
     def join(self) -> None:
         self.main.wait_stream(self.copy)
         self.main.wait_stream(self.signal)
-
-
-_SIDE: dict[int, tuple[torch.cuda.Stream, torch.cuda.Stream]] = {}
-
-
-def _side_streams() -> tuple[torch.cuda.Stream, torch.cuda.Stream]:
-    device = torch.cuda.current_device()
-    if device not in _SIDE:
-        _SIDE[device] = (torch.cuda.Stream(), torch.cuda.Stream())
-    return _SIDE[device]
 
 
 def _pipelined(

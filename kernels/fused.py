@@ -31,22 +31,13 @@ import torch
 
 from .collectives import ALL_GATHER, ALL_REDUCE, CTAS_STORE, exchange
 from .declare import declare
-from .symm import workspace
+from .symm import side_stream, workspace
 
 AGG_READY, AGG_FREE, GRS_READY, GRS_FREE = 0, 1, 2, 3
 # GEMM + all-reduce inter-SM: row chunks of the GEMM, and the CTAs its all-reduce runs on (tunable; 64 measured
 # on 2xH200, benchmarks/2026-11-30-kernels-h200x2.md)
 AR_CHUNKS = int(os.environ.get("PKROOF_INTER_SM_CHUNKS", 4))
 AR_CTAS = int(os.environ.get("PKROOF_INTER_SM_CTAS", 64))
-
-_SIDE: dict[int, torch.cuda.Stream] = {}
-
-
-def _side_stream() -> torch.cuda.Stream:
-    device = torch.cuda.current_device()
-    if device not in _SIDE:
-        _SIDE[device] = torch.cuda.Stream()
-    return _SIDE[device]
 
 
 @declare(mechanism="copy-engine", schedule="ce-overlap", comm_sms=0)
@@ -58,7 +49,7 @@ def all_gather_gemm_ce(a_shard, b):
     a_shard = a_shard.contiguous()
     span = m_local * k
     out = torch.empty(world * m_local, b.shape[1], dtype=a_shard.dtype, device=a_shard.device)
-    main, side = torch.cuda.current_stream(), _side_stream()
+    main, side = torch.cuda.current_stream(), side_stream()
     side.wait_stream(main)
     with torch.cuda.stream(side):
         for step in range(1, world):
@@ -88,7 +79,7 @@ def _gemm_reduce_scatter(a, b, *, epilogue_push: bool):
     rows = m // world
     span = rows * n
     name = "gemm-rs-inbox"
-    main, side = torch.cuda.current_stream(), _side_stream()
+    main, side = torch.cuda.current_stream(), side_stream()
     partial = torch.empty(world, rows, n, dtype=a.dtype, device=a.device)
     side.wait_stream(main)
     for step in range(1, world):
@@ -148,7 +139,7 @@ def gemm_all_reduce_inter_sm(a, b):
     m, n = a.shape[0], b.shape[1]
     partial = torch.empty(m, n, dtype=a.dtype, device=a.device)
     out = torch.empty(m, n, dtype=a.dtype, device=a.device)
-    main, side = torch.cuda.current_stream(), _side_stream()
+    main, side = torch.cuda.current_stream(), side_stream()
     bounds = [m * i // AR_CHUNKS for i in range(AR_CHUNKS + 1)]
     for lo, hi in itertools.pairwise(bounds):
         if hi == lo:

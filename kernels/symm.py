@@ -209,6 +209,18 @@ def _zeroed_flags(numel: int, device: torch.device, group_name: str, world: int)
     return flags, _table(handle, flags, world), handle
 
 
+_SIDE_STREAMS: dict[tuple[int, int], torch.cuda.Stream] = {}
+
+
+def side_stream(index: int = 0) -> torch.cuda.Stream:
+    """Side stream `index` of the current GPU, made once and reused; callers fork onto it from their stream and
+    join back before returning, so implementations may share one."""
+    key = (torch.cuda.current_device(), index)
+    if key not in _SIDE_STREAMS:
+        _SIDE_STREAMS[key] = torch.cuda.Stream()
+    return _SIDE_STREAMS[key]
+
+
 _WORKSPACES: dict[tuple[str, int], Workspace] = {}
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pkroof.profilers.analysis import SWEEP_SIZES
+from pkroof.profilers.records import read_files
 from pkroof.topology import Topology, resolve
 
 
@@ -110,20 +111,6 @@ def _analytic(topo: Topology, log: Callable[[str], None]) -> dict[str, dict[str,
     return out
 
 
-def _read(results: list[Path], log: Callable[[str], None]) -> list[dict[str, Any]]:
-    from pkroof.profilers import records as rec
-
-    found: list[dict[str, Any]] = []
-    for path in results:
-        if not Path(path).is_file():
-            raise ValueError(f"{path}: no such results file")
-        lines, unreadable = rec.read(Path(path))
-        found += lines
-        for line in unreadable:
-            log(line)
-    return found
-
-
 def _pages_data(found: list[dict[str, Any]], topo: Topology, log: Callable[[str], None]) -> dict[str, Any]:
     """The keyword arguments of reports.build.write_report for one topology: measured where there are records,
     analytic (every traceable suite problem, nothing measured) where there are none."""
@@ -159,7 +146,7 @@ def report(
     from pkroof.reports import build, frames
 
     topo = resolve(topology)
-    found = _read(results, log)
+    found = read_files(results, log)
     if fmt != "html":
         target = out / f"results.{fmt}"
         out.mkdir(parents=True, exist_ok=True)
@@ -181,7 +168,7 @@ def main_job(out: Path, *, log: Callable[[str], None] = print) -> list[Path]:
         log("h200x2: the suite's results recorded on the 2xH200 node (" + ", ".join(p.name for p in recorded) + ")")
     else:
         log("h200x2: no recorded suite results ship with this version yet; its pages are analytic")
-    main = _pages_data(_read(recorded, log), resolve("h200x2"), log)
+    main = _pages_data(read_files(recorded, log), resolve("h200x2"), log)
     quiet: Callable[[str], None] = lambda m: None  # noqa: E731 - the presets' skipped problems are the same list
     others = {name: _pages_data([], resolve(name), quiet) for name in PRESETS if name != "h200x2"}
     return build.write_report(out, **main, others=others)

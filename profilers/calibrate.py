@@ -100,14 +100,7 @@ def calibrate(
     from . import records as rec
 
     topology = load_topology(path)
-    found_records: list[dict[str, Any]] = []
-    for result in results:
-        if not Path(result).is_file():
-            raise ValueError(f"{result}: no such results file")
-        lines, unreadable = rec.read(Path(result))
-        found_records += lines
-        for line in unreadable:
-            log(line)
+    found_records = rec.read_files(results, log)
     found = handoffs(found_records, topology, max_bytes)
     if not found:
         raise ValueError(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,3 +47,17 @@ def read(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
             continue
         records.append(record)
     return records, problems
+
+
+def read_files(paths: list[Path], log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """The records of several results files; a line that is not a record is reported through `log` and skipped,
+    a file that does not exist is a ValueError."""
+    found: list[dict[str, Any]] = []
+    for path in paths:
+        if not Path(path).is_file():
+            raise ValueError(f"{path}: no such results file")
+        lines, unreadable = read(Path(path))
+        found += lines
+        for line in unreadable:
+            log(line)
+    return found

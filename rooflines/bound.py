@@ -110,8 +110,10 @@ def _cost(
         # step, and the hand-off around it costs what the node's kernels measured (handoff_s, from `pkroof
         # topology calibrate`; h200x2: 3.5-3.7 µs for SM stores or loads, 15.6 µs for the copy engine's stream
         # hops). NCCL's measured α already holds its own synchronisation.
-        staged = m.mechanism is not Mechanism.NCCL
-        latency_s = model.latency_for(tiers.scaleup.num_steps + staged) + net_lat_s + staged * model.handoff_s
+        if m.mechanism is Mechanism.NCCL:
+            latency_s = model.latency_for(tiers.scaleup.num_steps) + net_lat_s
+        else:
+            latency_s = model.latency_for(tiers.scaleup.num_steps + 1) + net_lat_s + model.handoff_s
         cost = OpCost(alg, bw_s, latency_s, tiers.scaleup + tiers.scaleout)
         if best is None or cost.total_s < best.total_s:
             best = cost

@@ -14,6 +14,16 @@ from pkroof.cli import app
 
 PROBLEM = str(Path(__file__).parent / "data" / "problems" / "user_gemm_all_reduce.py")
 
+# run first in a child interpreter: any import of torch then fails, as on a machine without it
+NO_TORCH = (
+    "import sys\n"
+    "class Block:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name.split('.')[0] == 'torch':\n"
+    "            raise ImportError('blocked ' + name)\n"
+    "sys.meta_path.insert(0, Block())\n"
+)
+
 
 def _record(impl, status, median=None, host="node-1"):
     r = {
@@ -117,13 +127,7 @@ def test_recorded_results_render_without_torch(tmp_path):
     stored = json.loads((tmp_path / "res" / "results.jsonl").read_text().splitlines()[0])
     assert stored["analysis"]["bound"]["summary"]["t_roof_s"] == pytest.approx(stored["t_roof_s"])
     code = (
-        "import sys\n"
-        "class Block:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name.split('.')[0] == 'torch':\n"
-        "            raise ImportError('blocked ' + name)\n"
-        "sys.meta_path.insert(0, Block())\n"
-        "from pathlib import Path\n"
+        NO_TORCH + "from pathlib import Path\n"
         "from pkroof.report import report\n"
         f"results = Path({str(tmp_path / 'res' / 'results.jsonl')!r})\n"
         f"report([results], topology='h200x2', out=Path({str(tmp_path / 'r')!r}))\n"
@@ -162,13 +166,7 @@ def test_the_main_job_runs_without_torch(tmp_path):
     import sys
 
     code = (
-        "import sys\n"
-        "class Block:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name.split('.')[0] == 'torch':\n"
-        "            raise ImportError('blocked ' + name)\n"
-        "sys.meta_path.insert(0, Block())\n"
-        "import importlib.util\n"
+        NO_TORCH + "import importlib.util\n"
         "importlib.util.find_spec = lambda name, *a: None if name == 'torch' else _find(name, *a)\n"
         "from pathlib import Path\n"
         "from pkroof.report import main_job\n"
