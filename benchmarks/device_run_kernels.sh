@@ -9,6 +9,12 @@
 #   bash benchmarks/device_run_kernels.sh final    collectives at 64 MiB and 256 KiB, GEMM + all-reduce, fused GEMMs at
 #                                                  llama3-70b-tp8, then the profiler's GPU test in the time left
 #   bash benchmarks/device_run_kernels.sh next     the open questions of 2026-11-30 (CE copy-out, TMA boxes, pull, 1 MiB)
+#   bash benchmarks/device_run_kernels.sh verify   GPU tests (kernels, profiler, probe), the both-ways copy ceiling,
+#                                                  TMA boxes, copy-engine copy-out by DMA or SMs
+#   bash benchmarks/device_run_kernels.sh big      the rest of the GPU tests, a copy-engine timeline, the collectives
+#                                                  at 256 MiB through the profiler
+#   bash benchmarks/device_run_kernels.sh last     the 8-rank split-role tests the big call's timeout cut, the
+#                                                  copy-engine gathers at 64 MiB, the rest of 256 MiB
 #   bash benchmarks/device_run_kernels.sh odd      TMA, split and CE variants through the profiler at an awkward size
 #   bash benchmarks/device_run_kernels.sh time     the issue-5 evidence: collectives at 64 MiB and 256 KiB beside
 #                                                  NCCL and torch symm_mem, GEMM + all-reduce, emulated-rank tests
@@ -77,6 +83,26 @@ elif [ "$1" = next ]; then  # written for the next session, not yet run: what th
   }
   prof coll 170 $C --size 1MiB  # the suite's default size, with the new defaults (+53% to +143% with the old)
   prof coll 150 $C --size 1000480  # awkward size: every automatic variant through the real two-GPU check
+elif [ "$1" = verify ]; then  # 2026-11-30, fourth session: what changed since the last GPU run, then the ceilings
+  sweep() { timeout "$1" python3 benchmarks/kernels_sweep.py "${@:2}" 2>&1 | grep -v Warning | tee -a "$OUT/sweeps.log"; }
+  timeout 240 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py tests/test_profiler_gpu.py \
+    tests/test_probe_gpu.py 2>&1 | tee "$OUT/gpu-tests.log" | tail -6
+  timeout 120 python3 benchmarks/bidir_ceiling.py 2>&1 | grep -v Warning | tee "$OUT/bidir.log"
+  sweep 80 64MiB --modes tma --blocks 16384,32768 --ctas 16,32,64,128
+  sweep 60 64MiB --ce-chunks 16 --ce-local dma,sm
+elif [ "$1" = big ]; then
+  timeout 90 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py -k split_roles 2>&1 \
+    | tee "$OUT/gpu-tests.log" | tail -2
+  timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_profiler_gpu.py tests/test_probe_gpu.py 2>&1 \
+    | tee -a "$OUT/gpu-tests.log" | tail -2
+  timeout 50 python3 benchmarks/ce_timeline.py 64MiB /tmp 2>&1 | grep -v Warning | tee "$OUT/timeline.log"
+  step big256 300 $C --size 256MiB
+elif [ "$1" = last ]; then
+  t=tests/test_kernels_gpu.py::test_emulated_ranks_split_roles
+  timeout 110 python3 -m pytest -q -p no:cacheprovider "$t[8-all-gather-push]" "$t[8-reduce-scatter-pull]" \
+    "$t[8-reduce-scatter-push]" "$t[8-all-to-all-pull]" "$t[8-all-to-all-push]" 2>&1 | tee "$OUT/split8.log" | tail -2
+  step gather64 130 all-gather all-to-all --size 64MiB
+  step rest256 200 reduce-scatter all-to-all --size 256MiB
 elif [ "$1" = odd ]; then  # the variants through the profiler's correctness check on the real ranks
   for p in all-reduce all-gather reduce-scatter all-to-all; do  # 1000480 B: a tail after whole TMA rows
     echo "== pkroof profile $p --size 1000480 (+ tma, split)" | tee -a "$OUT/odd.log"

@@ -266,9 +266,9 @@ MAX_BLOCK = int(os.environ.get("PKROOF_MAX_BLOCK", 16384))  # larger blocks keep
 
 
 # TMA: a block is one bulk copy's box (BLOCK / 256 rows of 256 elements), and each CTA has one in flight at a time,
-# so the box is the lever. Measured in this kernel: 8 KiB boxes (4096 elements) give 2.2 GB/s per CTA; the probe's
-# TMA copy, 64 KiB boxes, 25 GB/s per CTA (h200x2). 32768 bf16 elements make 64 KiB boxes (128 KiB of shared memory
-# with the staging of the store), not yet timed in this kernel.
+# so the box is the lever. At 64 MiB on 2xH200, 128 CTAs: 8 KiB boxes (4096 elements) gave all-gather 234 µs at 64
+# CTAs; 64 KiB boxes (32768 elements, 128 KiB of shared memory with the store's staging) 136 µs, still slower than
+# SM stores (111 µs) (benchmarks/2026-11-30-ceilings-h200x2.md).
 TMA_MAX_BLOCK = int(os.environ.get("PKROOF_TMA_MAX_BLOCK", 32768))
 
 
@@ -411,7 +411,8 @@ def launch(
 # blocks (benchmarks/data/2026-11-30-kernels and -variants, sweeps at 64 MiB)
 CTAS_LOAD = int(os.environ.get("PKROOF_CTAS_LOAD", 128))
 CTAS_STORE = int(os.environ.get("PKROOF_CTAS_STORE", 128))
-CTAS_TMA = int(os.environ.get("PKROOF_CTAS_TMA", 32))  # the probe: 16 CTAs of TMA copies reach 90% of the link
+CTAS_TMA = int(os.environ.get("PKROOF_CTAS_TMA", 128))  # the probe's plain TMA copy needs 16 CTAs for 90% of the
+# link; the staged kernel, one box in flight per CTA, kept getting faster up to 128 (64 MiB, 64 KiB boxes)
 CTAS_SPLIT = int(os.environ.get("PKROOF_CTAS_SPLIT", 256))  # stagers and consumers together
 
 
@@ -447,10 +448,10 @@ def all_reduce_two_shot(x):
     return full[: x.numel()].view_as(x)
 
 
-# TMA pushes (ask for them with --impl): correct on GPUs; measured slow with 8 KiB boxes (64 CTAs: all-gather 234 µs
-# at 64 MiB, 2x the SM push), each CTA waiting for a bulk load before its bulk store; boxes are now 64 KiB
-# (TMA_MAX_BLOCK), not yet timed (benchmarks/2026-11-30-variants-h200x2.md). Chunks that are not 16-byte multiples
-# (which TMA cannot address) go by SM stores, as pkroof-*-push.
+# TMA pushes (ask for them with --impl): correct on GPUs, and slower than the SM pushes at 64 MiB with every box and
+# CTA count swept (all-gather 136 µs against 111; benchmarks/2026-11-30-ceilings-h200x2.md): each CTA waits for a
+# bulk load before its bulk store. Chunks that are not 16-byte multiples (which TMA cannot address) go by SM stores,
+# as pkroof-*-push.
 all_reduce_tma = _collective(ALL_REDUCE, "tma", CTAS_TMA, push=True, tma=True)
 all_gather_tma = _collective(ALL_GATHER, "tma", CTAS_TMA, push=True, tma=True)
 reduce_scatter_tma = _collective(REDUCE_SCATTER, "tma", CTAS_TMA, push=True, tma=True)

@@ -27,10 +27,11 @@ CE_READY, CE_FREE = 4, 5  # point-to-point event slots (kernels/fused.py uses 0-
 CHUNK_BYTES = int(os.environ.get("PKROOF_CE_CHUNK", 16 << 20))  # per peer and chunk; 16 MiB was best or within 3% of
 # it for all four at 64 MiB on 2xH200 (4, 8, 16 MiB swept: benchmarks/data/2026-11-30-variants/h200x2-sweeps.log)
 MAX_CHUNKS = 16
-# how all-gather and all-to-all copy a landed chunk out of the inbox: "dma" (Tensor.copy_, itself a copy-engine
-# transfer: measured, 32% / 20% over the model at 64 MiB on 2xH200) or "sm" (an elementwise kernel, leaving the
-# copy engines to the link; correct on CPU, not yet timed on GPUs)
-LOCAL_COPY = os.environ.get("PKROOF_CE_LOCAL_COPY", "dma")
+# how all-gather and all-to-all copy their own row and each landed chunk out of the inbox: "sm" (an elementwise
+# kernel, leaving the copy engines to the link) or "dma" (Tensor.copy_, itself a copy-engine transfer). At 64 MiB on
+# 2xH200, sm against dma: all-gather 171.3 vs 185.9 µs, all-to-all 185.5 vs 188.5 µs
+# (benchmarks/data/2026-11-30-fourth/sweeps.log)
+LOCAL_COPY = os.environ.get("PKROOF_CE_LOCAL_COPY", "sm")
 
 
 def chunk_bounds(span: int, itemsize: int) -> list[tuple[int, int]]:
@@ -67,11 +68,15 @@ class Streams:
 
 
 def _pipelined(
-    name: str, sources: dict[int, torch.Tensor], consume: Callable[[int, int, int, torch.Tensor, bool], None]
+    name: str,
+    sources: dict[int, torch.Tensor],
+    consume: Callable[[int, int, int, torch.Tensor, bool], None],
+    meanwhile: Callable[[], None] | None = None,
 ) -> None:
     """Push sources[p] (equal sizes) to every peer p by chunks; consume(p, lo, hi, rows, first) finishes elements
     [lo, hi) of peer p's data (rows: its inbox slice) as soon as they have arrived; `first` marks the first peer
-    consumed for that chunk."""
+    consumed for that chunk. meanwhile() runs on the calling stream while the first chunks are on the link (work
+    issued before the call would hold the DMAs back: the copy stream starts after the calling stream's work)."""
     ws = workspace()
     data = {p: t.reshape(-1) for p, t in sources.items()}
     span, dtype = next(iter(data.values())).numel(), next(iter(data.values())).dtype
@@ -89,6 +94,8 @@ def _pipelined(
             for p in to:
                 slots[p][lo:hi].copy_(data[p][lo:hi])
             streams.after_copies(lambda: _raise(CE_READY, to))
+    if meanwhile is not None:
+        meanwhile()
     rows = inbox.view(ws.world, span)
     for lo, hi in bounds:
         for i, p in enumerate(frm):
@@ -104,19 +111,24 @@ def _raise(event: int, peers: list[int]) -> None:
         ws.signal(event, p)
 
 
+def _copy_local(src: torch.Tensor, dst: torch.Tensor) -> None:
+    if LOCAL_COPY == "sm":
+        torch.mul(src, 1, out=dst)  # an SM kernel (exact: x · 1 = x), not a DMA
+    else:
+        dst.copy_(src)
+
+
 def _gather(name: str, sources: dict[int, torch.Tensor], own: torch.Tensor) -> torch.Tensor:
     """Rows [world, span]: row p is what peer p sent this rank, row `rank` is `own`."""
     ws = workspace()
     out = torch.empty(ws.world, own.numel(), dtype=own.dtype, device=own.device)
-    out[ws.rank].copy_(own.reshape(-1))
 
     def copy_out(p: int, lo: int, hi: int, rows: torch.Tensor, first: bool) -> None:
-        if LOCAL_COPY == "sm":
-            torch.mul(rows, 1, out=out[p, lo:hi])  # an SM kernel (exact: x · 1 = x), not a DMA
-        else:
-            out[p, lo:hi].copy_(rows)
+        _copy_local(rows, out[p, lo:hi])
 
-    _pipelined(name, sources, copy_out)
+    # the own row is copied while the DMAs run: issued before them, it held them back 18 µs at 64 MiB on 2xH200
+    # (benchmarks/data/2026-11-30-fourth/timeline.log)
+    _pipelined(name, sources, copy_out, meanwhile=lambda: _copy_local(own.reshape(-1), out[ws.rank]))
     return out
 
 

@@ -93,6 +93,12 @@ def topology_text(t: Topology) -> str:
                     f"    {k}: "
                     + " | ".join(f"{fmt_s(r.latency_s)} + {fmt_Bps(r.peak_bandwidth_Bps)}" for r in regimes)
                 )
+    both = [f"{name} {fmt_Bps(m.duplex_bandwidth_Bps)}" for name, m in t.mechanisms.items() if m.duplex_bandwidth_Bps]
+    if both:
+        lines.append(
+            "  per direction with both directions busy (every collective; the roof keeps the one-way peak): "
+            + ", ".join(both)
+        )
     handoffs = [f"{name} {fmt_s(m.handoff_s)}" for name, m in t.mechanisms.items() if m.handoff_s]
     if handoffs:
         lines.append(

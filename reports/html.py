@@ -264,7 +264,9 @@ at {{ t.nic.rate_Bps|Bps }} each,
 <th class="num">step latency</th>
 <th class="num" title="per call, for a collective staged through symmetric memory, beyond α and one flag step">
 hand-off</th>
-<th class="num">peak bandwidth</th><th class="num">per CTA</th><th class="num">default CTAs</th><th>basis</th>
+<th class="num">peak bandwidth</th>
+<th class="num" title="per direction with both directions busy, as in every collective; the model uses it there">
+both ways</th><th class="num">per CTA</th><th class="num">default CTAs</th><th>basis</th>
 <th>note</th></tr></thead><tbody>
 {% for m in mechanisms %}{% set on = m.spec.available %}
 <tr><td class="mono">{{ m.name }}</td><td>{{ "yes" if on else "no" }}</td>
@@ -272,6 +274,7 @@ hand-off</th>
 <td class="num">{{ (m.spec.step_latency_s|seconds if m.spec.step_latency_s else "= α") if on else "—" }}</td>
 <td class="num">{{ m.spec.handoff_s|seconds if on and m.spec.handoff_s else "—" }}</td>
 <td class="num">{{ m.spec.peak_bandwidth_Bps|Bps if on else "—" }}</td>
+<td class="num">{{ m.spec.duplex_bandwidth_Bps|Bps if on and m.spec.duplex_bandwidth_Bps else "—" }}</td>
 <td class="num">{{ m.spec.per_cta_bandwidth_Bps|Bps if on else "—" }}</td>
 <td class="num">{{ m.spec.num_ctas_default or "—" }}</td><td>{{ m.basis }}</td><td>{{ m.spec.note }}</td></tr>
 {% endfor %}

@@ -58,6 +58,18 @@ def _local_reduce_bytes(kind: Collective, algorithm: Algorithm, size: float, n: 
     return 0.0
 
 
+# A copy-engine collective reduces each chunk as it lands, behind the DMA of the next, so only the last chunk's
+# reduction is exposed. The depth is pkroof's (kernels/copy_engine.py: chunks of 16 MiB per peer, at most 16).
+# Charging the whole reduction after the transfers put the model 11-19% above the pipelined kernels at 64 and
+# 256 MiB on 2xH200 (benchmarks/2026-11-30-ceilings-h200x2.md).
+CE_CHUNK_BYTES = 16 << 20
+CE_MAX_CHUNKS = 16
+
+
+def _ce_chunks(bytes_per_peer: float) -> int:
+    return max(1, min(CE_MAX_CHUNKS, -int(-bytes_per_peer // CE_CHUNK_BYTES)))
+
+
 @dataclass(frozen=True)
 class OpCost:
     """One comm op done by one mechanism: bandwidth time, latency time, and the algorithm chosen."""
@@ -101,11 +113,17 @@ def _cost(
         if tiers is None:
             continue
         model = m.for_collective(op.kind.value, tiers.scaleup.bytes)
+        if tiers.scaleup.send_bytes and tiers.scaleup.recv_bytes:
+            # both directions busy: pull all-reduce on 2xH200 ran 16-18% over a model at the one-way rate (SM
+            # loads: 375 GB/s one way, 336 both ways; benchmarks/2026-11-30-ceilings-h200x2.md). NCCL's own
+            # fits are of whole collectives and already hold it. The roof keeps the one-way rate: a bound.
+            model = model.both_ways()
         net_bw_s, net_lat_s = _network_s(tiers, system)
         bw_s = max(tiers.scaleup.bytes / model.bandwidth_Bps(num_ctas), net_bw_s)
         if m.mechanism is Mechanism.COPY_ENGINE:
             g = min(op.group_size, system.ranks_per_node)
-            bw_s += _local_reduce_bytes(op.kind, alg, size, g) / system.hbm_bandwidth_Bps
+            chunks = _ce_chunks(tiers.scaleup.bytes / max(1, g - 1))
+            bw_s += _local_reduce_bytes(op.kind, alg, size, g) / chunks / system.hbm_bandwidth_Bps
         # over symmetric memory the receiver learns that data has landed through a flag: one more dependent
         # step, and the hand-off around it costs what the node's kernels measured (handoff_s, from `pkroof
         # topology calibrate`; h200x2: 3.5-3.7 µs for SM stores or loads, 15.6 µs for the copy engine's stream

@@ -43,6 +43,7 @@ class TransferModel:
     # several entries for one collective are regimes (protocols): each call runs the cheapest at its size
     collective_fits: tuple[tuple[str, float, float], ...] = ()
     handoff_s: float = 0.0  # a collective staged through symmetric memory pays this beyond α and one flag step
+    duplex_bandwidth_Bps: float | None = None  # β_peak per direction with both directions busy; None: β_peak
 
     @property
     def uses_sms(self) -> bool:
@@ -61,6 +62,16 @@ class TransferModel:
         return dataclasses.replace(
             self, latency_s=latency_s, peak_bandwidth_Bps=peak_Bps, per_cta_bandwidth_Bps=per_cta, collective_fits=()
         )
+
+    def both_ways(self) -> TransferModel:
+        """This model while the same GPUs also receive as much as they send (every collective on two or more
+        ranks): β_peak is the measured rate per direction with both directions busy (never above the one-way
+        β_peak), β_cta scaled with it."""
+        if self.duplex_bandwidth_Bps is None or self.duplex_bandwidth_Bps >= self.peak_bandwidth_Bps:
+            return self
+        scale = self.duplex_bandwidth_Bps / self.peak_bandwidth_Bps
+        per_cta = None if self.per_cta_bandwidth_Bps is None else self.per_cta_bandwidth_Bps * scale
+        return dataclasses.replace(self, peak_bandwidth_Bps=self.duplex_bandwidth_Bps, per_cta_bandwidth_Bps=per_cta)
 
     def bandwidth_Bps(self, num_ctas: int | None = None) -> float:
         """Bandwidth with `num_ctas` CTAs moving data; None means as many as it takes to saturate."""

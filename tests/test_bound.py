@@ -45,6 +45,29 @@ def test_tiny_messages_are_latency_bound(system):
     assert p.algorithms == ("one-shot",)
 
 
+def test_collectives_move_bytes_at_the_both_ways_rate_and_the_roof_keeps_the_one_way_rate():
+    # SM loads measured 300 GB/s per direction with both directions busy (one way: 400 GB/s). A 1 GiB all-gather
+    # on 2 ranks sends S/2 and receives S/2 at once: one-shot pull = 1 step + 1 flag × 2 µs + (S/2) at 300 GB/s
+    # (100 CTAs × 20 GB/s scaled by 300/400 = 1.5 TB/s, above the peak) + staging S/2 sent and S/2 received
+    # through HBM at 3 TB/s. The roof is a bound, so it keeps the faster one-way rate: (S/2) at 400 GB/s + α
+    plain = make_system(n=2)
+    ms = dict(plain.mechanisms)
+    ms[Mechanism.SM_LOAD] = dataclasses.replace(ms[Mechanism.SM_LOAD], duplex_bandwidth_Bps=300e9)
+    system = dataclasses.replace(plain, mechanisms=ms)
+    b = bound(build("all-gather", 2, size=S), system)
+    p = b.prediction(Mechanism.SM_LOAD, Schedule.SERIAL)
+    assert p.t_s == pytest.approx(2 * 2e-6 + (S / 2) / 300e9 + S / 3e12)
+    assert b.t_link_s == pytest.approx((S / 2) / 400e9)
+    assert b.t_link_s == bound(build("all-gather", 2, size=S), plain).t_link_s
+    # a both-ways rate above the one-way peak (a noisy probe) never makes a mechanism faster than one way
+    ms[Mechanism.SM_LOAD] = dataclasses.replace(ms[Mechanism.SM_LOAD], duplex_bandwidth_Bps=500e9)
+    faster = dataclasses.replace(plain, mechanisms=ms)
+    q = predict(build("all-gather", 2, size=S), faster, Mechanism.SM_LOAD, Schedule.SERIAL)
+    assert q.t_s == pytest.approx(
+        predict(build("all-gather", 2, size=S), plain, Mechanism.SM_LOAD, Schedule.SERIAL).t_s
+    )
+
+
 def test_a_measured_hand_off_is_paid_once_per_staged_collective_and_never_by_nccl():
     # the same tiny all-reduce as above with a 3.5 µs hand-off measured for SM loads and 15 µs for the copy engine
     # (and, to show NCCL ignores it, 100 µs for NCCL): sm-load = 2·2 µs + 3.5 µs + 7 KiB at 400 GB/s + staging
@@ -72,14 +95,28 @@ def test_nccl_serial_baseline_is_ring_at_its_channels():
     assert p.t_s == pytest.approx(14 * 3e-6 + 2 * 7 / 8 * S / 300e9)
 
 
-def test_copy_engine_all_reduce_pays_a_local_reduction():
+def test_copy_engine_all_reduce_pays_the_last_chunk_of_a_local_reduction():
     # two-shot by copies (2·7/8·S at 380 GB/s, 2 steps + 1 flag × 10 µs) + a reduce kernel reading S, writing
-    # S/8 at 3 TB/s + staging through symmetric memory: 2·7/8·S sent and as much received, once more through HBM
+    # S/8 at 3 TB/s, pipelined behind the DMAs: each of the 7 peers gets 2·S/8 = 256 MiB, 16 chunks of 16 MiB, so
+    # 1/16 of the reduction is exposed; + staging through symmetric memory: 2·7/8·S sent and as much received,
+    # once more through HBM
     b = bound(build("all-reduce", 8, size=S), make_system())
     p = b.prediction(Mechanism.COPY_ENGINE, Schedule.SERIAL)
     assert p.algorithms == ("two-shot",)
     link = 2 * 7 / 8 * S
-    assert p.t_s == pytest.approx(3 * 10e-6 + link / 380e9 + (S + S / 8) / 3e12 + 2 * link / 3e12)
+    assert p.t_s == pytest.approx(3 * 10e-6 + link / 380e9 + (S + S / 8) / 16 / 3e12 + 2 * link / 3e12)
+
+
+def test_copy_engine_reduction_is_exposed_whole_when_one_chunk_holds_it():
+    # 8 MiB on 2 ranks, one-shot: S = 8 MiB to the one peer, under one 16 MiB chunk: nothing to pipeline behind,
+    # so the whole reduction (read 2 buffers, write 1: 3·S) is exposed: 1 step + 1 flag × 10 µs + S at 380 GB/s +
+    # 3·S at 3 TB/s + staging S sent and S received through HBM = 56.1 µs. Two-shot sends S as well but pays one
+    # more step (10 µs) to save half the reduction (1.5·S: 4.2 µs): 61.9 µs
+    size = 8 << 20
+    b = bound(build("all-reduce", 2, size=size), make_system(n=2))
+    p = b.prediction(Mechanism.COPY_ENGINE, Schedule.SERIAL)
+    assert p.algorithms == ("one-shot",)
+    assert p.t_s == pytest.approx(2 * 10e-6 + size / 380e9 + 3 * size / 3e12 + 2 * size / 3e12)
 
 
 def _gemm_rs(k, system, m=32768, n=32768):

@@ -134,6 +134,16 @@ def test_presets_and_topology_show():
     assert shown.exit_code == 0 and "NVIDIA H100 80GB HBM3" in shown.stdout and "sources:" in shown.stdout
     as_json = runner.invoke(app, ["topology", "show", "hgx-h100-8", "--json", "--nodes", "2"])
     assert json.loads(as_json.stdout)["nodes"] == 2
+    # a published preset has no both-ways rates; the probed h200x2 shows its own: the envelope of its recorded
+    # sm-load bidirectional curve
+    from pkroof.rooflines.units import fmt_Bps
+    from pkroof.topology import resolve
+    from pkroof.topology.from_probe import duplex_rates
+
+    assert "both directions busy" not in shown.stdout
+    probed = runner.invoke(app, ["topology", "show", "h200x2"]).stdout
+    rate = duplex_rates(resolve("h200x2").probe.curves)["sm-load"]
+    assert "both directions busy" in probed and f"sm-load {fmt_Bps(rate)}" in probed
 
 
 def test_topology_file_works_everywhere(tmp_path):

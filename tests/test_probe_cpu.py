@@ -222,6 +222,31 @@ def test_refit_rebuilds_mechanisms_from_recorded_curves():
     assert from_dict(to_dict(again)) == again
 
 
+def test_the_both_ways_rate_is_the_envelope_of_the_bidirectional_curve_and_never_above_one_way():
+    from pkroof.topology import resolve
+    from pkroof.topology.from_probe import duplex_rates, refit
+    from pkroof.topology.model import Curve
+
+    # a bidirectional curve that is exactly α + S/β (α = 5 µs, β = 300 GB/s): its lower envelope is that line
+    sizes = (1 << 20, 16 << 20, 256 << 20)
+    times = tuple(5e-6 + s / 300e9 for s in sizes)
+    curve = Curve("sm-load bidirectional", "sm-load", "bidirectional", "size", 132, 0, "graph", sizes, times,
+                  times, times, 10, True)  # fmt: skip
+    assert duplex_rates((curve,)) == {"sm-load": pytest.approx(300e9)}
+    unverified = Curve(*[getattr(curve, f) for f in ("name", "mechanism", "direction", "sweep", "num_ctas",
+                       "size_bytes", "mode", "x", "median_s", "p10_s", "p90_s", "num_samples")], False)  # fmt: skip
+    assert duplex_rates((unverified,)) == {}
+    # the shipped h200x2 preset: every mechanism the probe timed both ways has a both-ways rate below its one-way
+    # peak (SM loads lose the most: the probe measured 336 GB/s at 1 GiB both ways against 375 one way)
+    preset = refit(resolve("h200x2"))
+    for name in ("copy-engine", "sm-load", "sm-store", "tma"):
+        spec = preset.mechanisms[name]
+        assert 0 < spec.duplex_bandwidth_Bps <= spec.peak_bandwidth_Bps, name
+        assert spec.sources["duplex_bandwidth_Bps"] == "probe"
+    load = preset.mechanisms["sm-load"]
+    assert load.duplex_bandwidth_Bps < 0.92 * load.peak_bandwidth_Bps
+
+
 def test_refit_keeps_hand_offs_measured_by_the_profiler_and_a_hand_off_needs_a_source():
     import dataclasses
 

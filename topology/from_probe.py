@@ -213,7 +213,19 @@ def _nic(discovery: Discovery, fits: tuple[Fit, ...], sources: dict[str, Source]
     )
 
 
-def _mechanisms(fits: tuple[Fit, ...], ceilings: dict[str, float], world: int, nodes: int) -> dict[str, MechanismSpec]:
+def duplex_rates(curves: tuple[Curve, ...]) -> dict[str, float]:
+    """Per mechanism, the peak rate per direction of the lower envelope of its verified bidirectional curve (both
+    GPUs sending to each other at once)."""
+    return {
+        c.mechanism: _size_fit(c).bandwidth_Bps
+        for c in curves
+        if c.verified and c.name == f"{c.mechanism} bidirectional" and c.sweep == "size"
+    }
+
+
+def _mechanisms(
+    fits: tuple[Fit, ...], ceilings: dict[str, float], world: int, nodes: int, duplex: dict[str, float]
+) -> dict[str, MechanismSpec]:
     by = {f.mechanism: f for f in fits if f.mechanism != "nccl"}
     nccl: dict[str, list[Fit]] = {}  # collective → its regimes, smallest sizes first
     for f in sorted((f for f in fits if f.mechanism == "nccl"), key=lambda f: f.regime):
@@ -234,9 +246,14 @@ def _mechanisms(fits: tuple[Fit, ...], ceilings: dict[str, float], world: int, n
         note = f"lower envelope of '{f.curve}' (at most {f.size_max_rel_error:.0%} faster than a sample)"
         if f.ctas_for_90pct:
             note += f"; 90% of the sweep's best at {f.ctas_for_90pct} CTAs (measured)"
+        both = min(duplex[mech], f.peak_bandwidth_Bps) if mech in duplex else None
+        if both:
+            src["duplex_bandwidth_Bps"] = "probe"
+            note += f"; both ways at once {both / 1e9:.0f} GB/s per direction"
         out[mech] = MechanismSpec(
-            True, f.latency_s, f.peak_bandwidth_Bps, f.per_cta_bandwidth_Bps, 0, note, use_step, src
-        )
+            True, f.latency_s, f.peak_bandwidth_Bps, f.per_cta_bandwidth_Bps, 0, note, use_step, src,
+            duplex_bandwidth_Bps=both,
+        )  # fmt: skip
     out["multimem"] = MechanismSpec(False, 0.0, 0.0, None, note="not measured: NVLink multicast stays off")
     if "all-reduce" not in nccl:
         out["nccl"] = MechanismSpec(False, 0.0, 0.0, None, note="the probe could not measure NCCL")
@@ -298,7 +315,7 @@ def build_topology(name: str, record: dict[str, Any], discovery: Discovery, prob
     )
     scaleup = _scaleup(discovery, sources)
     nic = _nic(discovery, probe.fits, sources)
-    mechanisms = _mechanisms(probe.fits, ceilings, world, world // local)
+    mechanisms = _mechanisms(probe.fits, ceilings, world, world // local, duplex_rates(probe.curves))
     used = {i for r in (gpu, scaleup, nic, *mechanisms.values()) if r is not None for i in r.sources.values()}
     nodes = world // local
     where = f"{nodes} nodes x {local}" if nodes > 1 else f"{world}x"
@@ -325,7 +342,8 @@ def refit(topology: Topology) -> Topology:
     probe = dataclasses.replace(
         topology.probe, fits=fits, notes=tuple(n for n in topology.probe.notes if n not in notes) + tuple(notes)
     )
-    mechanisms = _kept_handoffs(_mechanisms(fits, probe.ceilings, world, topology.nodes), topology.mechanisms)
+    fresh = _mechanisms(fits, probe.ceilings, world, topology.nodes, duplex_rates(probe.curves))
+    mechanisms = _kept_handoffs(fresh, topology.mechanisms)
     sources = dict(topology.sources) | NCCL_SOURCES
     records = (topology.gpu, topology.scaleup, topology.nic, *mechanisms.values())
     used = {i for r in records if r is not None for i in r.sources.values()}

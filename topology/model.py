@@ -130,6 +130,9 @@ class MechanismSpec:
     # one flag step (the stage's and the consume's dependent accesses, the release behind the data, bookkeeping):
     # measured from kernels that do it (pkroof's, by pkroof profile); 0: not measured
     handoff_s: float = 0.0
+    # per direction when every GPU sends and receives at once, as the collectives do (both directions of every
+    # link busy): the lower envelope of the probe's bidirectional curve; None: not measured (the one-way peak)
+    duplex_bandwidth_Bps: float | None = None
 
     def __post_init__(self) -> None:
         if self.available:
@@ -158,6 +161,7 @@ class MechanismSpec:
             self.step_latency_s,
             tuple((k, c.latency_s, c.peak_bandwidth_Bps) for k, rs in sorted(self.collectives.items()) for c in rs),
             self.handoff_s,
+            self.duplex_bandwidth_Bps,
         )
 
 
