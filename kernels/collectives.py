@@ -266,9 +266,9 @@ MAX_BLOCK = int(os.environ.get("PKROOF_MAX_BLOCK", 16384))  # larger blocks keep
 
 
 # TMA: a block is one bulk copy's box (BLOCK / 256 rows of 256 elements), and each CTA has one in flight at a time,
-# so the box is the lever. At 64 MiB on 2xH200, 128 CTAs: 8 KiB boxes (4096 elements) gave all-gather 234 µs at 64
-# CTAs; 64 KiB boxes (32768 elements, 128 KiB of shared memory with the store's staging) 136 µs, still slower than
-# SM stores (111 µs) (benchmarks/2026-11-30-ceilings-h200x2.md).
+# so the box is the lever. All-gather at 64 MiB on 2xH200, 64 CTAs: 8 KiB boxes (4096 elements) 234 µs, 64 KiB boxes
+# (32768 elements, 128 KiB of shared memory with the store's staging) 142 µs; 136 µs at 128 CTAs, still slower than
+# SM stores (111-116 µs) (benchmarks/2026-11-30-ceilings-h200x2.md).
 TMA_MAX_BLOCK = int(os.environ.get("PKROOF_TMA_MAX_BLOCK", 32768))
 
 

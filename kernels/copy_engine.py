@@ -30,7 +30,7 @@ MAX_CHUNKS = 16
 # how all-gather and all-to-all copy their own row and each landed chunk out of the inbox: "sm" (an elementwise
 # kernel, leaving the copy engines to the link) or "dma" (Tensor.copy_, itself a copy-engine transfer). At 64 MiB on
 # 2xH200, sm against dma: all-gather 171.3 vs 185.9 µs, all-to-all 185.5 vs 188.5 µs
-# (benchmarks/data/2026-11-30-fourth/sweeps.log)
+# (benchmarks/data/2026-11-30-fourth/call1-sweeps.log)
 LOCAL_COPY = os.environ.get("PKROOF_CE_LOCAL_COPY", "sm")
 
 
@@ -127,7 +127,7 @@ def _gather(name: str, sources: dict[int, torch.Tensor], own: torch.Tensor) -> t
         _copy_local(rows, out[p, lo:hi])
 
     # the own row is copied while the DMAs run: issued before them, it held them back 18 µs at 64 MiB on 2xH200
-    # (benchmarks/data/2026-11-30-fourth/timeline.log)
+    # (benchmarks/data/2026-11-30-fourth/call2-timeline.log)
     _pipelined(name, sources, copy_out, meanwhile=lambda: _copy_local(own.reshape(-1), out[ws.rank]))
     return out
 

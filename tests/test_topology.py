@@ -158,7 +158,7 @@ def test_an_unmeasured_device_initiated_hand_off_takes_the_smallest_measured_one
 
     topo = resolve("h200x2")
     spec = topo.mechanisms
-    # measured on h200x2: sm-store 3.47 µs and sm-load 3.65 µs (pkroof topology calibrate); tma has none of its own
+    # measured on h200x2: sm-store 3.47 µs and sm-load 3.59 µs (pkroof topology calibrate); tma has none of its own
     assert spec["tma"].handoff_s == 0 and spec["sm-store"].handoff_s < spec["sm-load"].handoff_s
     models = topo.system(2).mechanisms
     assert models[Mechanism.TMA].handoff_s == spec["sm-store"].handoff_s  # the smaller of the two
