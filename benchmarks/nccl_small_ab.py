@@ -12,12 +12,9 @@ from __future__ import annotations
 import os
 import statistics
 
-for key, value in {
-    "NCCL_NVLS_ENABLE": "0",
-    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
-    "NVSHMEM_DISABLE_NVLS": "1",
-}.items():
-    os.environ[key] = value
+from pkroof.profilers.launch import keep_multicast_off
+
+keep_multicast_off()  # before torch
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402

@@ -16,6 +16,15 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
+# NVLink multicast (NVLS) stays off unless the user asks: on shared hosts it can take GPUs out of service
+SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+def keep_multicast_off() -> None:
+    """Set SAFE_ENV in this process, keeping any of those variables the user set (that is how one asks)."""
+    for key, value in SAFE_ENV.items():
+        os.environ.setdefault(key, value)
+
 
 class RankFailedError(RuntimeError):
     """A rank raised or exited non-zero; `message` is its last error line when it could say one."""
@@ -81,6 +90,7 @@ def wait_ranks(procs: list, deadline_s: float, errors: Path | None = None) -> No
 
 
 def _rank_main(rank: int, world: int, fn: Callable, args: tuple, backend: str, port: int, folder: str) -> None:
+    keep_multicast_off()
     import torch
     import torch.distributed as dist
 

@@ -65,3 +65,12 @@ def port_always_taken(rank: int, world: int, port: int, folder: str) -> None:
     if rank == 0:
         os._exit(PORT_TAKEN_EXIT)
     time.sleep(30)
+
+
+def multicast_env(rank: int, world: int) -> dict[str, str | None]:
+    """Run inside run_ranks: what this rank sees of the variables that keep NVLink multicast off."""
+    import os
+
+    return {
+        k: os.environ.get(k) for k in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
+    }

@@ -323,6 +323,21 @@ def test_a_taken_rendezvous_port_is_retried_not_recorded_as_a_crash(monkeypatch)
     assert results == [(0, 3.0), (1, 3.0)]  # both ranks, and 1 + 2 after the all-reduce
 
 
+def test_every_rank_the_launcher_starts_keeps_nvlink_multicast_off_unless_the_user_set_it(monkeypatch):
+    from pkroof.profilers import launch
+
+    # a parent environment that says nothing: each rank (profiler and probe alike) switches NCCL's NVLS, torch's
+    # symmetric-memory multicast and NVSHMEM's NVLS off before torch is imported
+    for key in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS"):
+        monkeypatch.delenv(key, raising=False)
+    off = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+    assert launch.run_ranks(spawn_targets.multicast_env, 2, timeout_s=120) == [off, off]
+    # a user who exported NCCL_NVLS_ENABLE=1 asked for it: kept, the other two still off
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "1")
+    asked = off | {"NCCL_NVLS_ENABLE": "1"}
+    assert launch.run_ranks(spawn_targets.multicast_env, 2, timeout_s=120) == [asked, asked]
+
+
 def test_the_probe_starts_its_ranks_again_when_their_port_was_taken(tmp_path):
     from pkroof.topology.probe import ProbeError, spawn_on_fresh_ports
 

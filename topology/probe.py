@@ -21,6 +21,7 @@ from pathlib import Path
 from pkroof.profilers.launch import (
     PORT_TAKEN_EXIT,
     PORT_TRIES,
+    SAFE_ENV,
     RankFailedError,
     RankTimeoutError,
     free_port,
@@ -34,8 +35,6 @@ from .files import decode, dump
 from .from_probe import build_topology, fit_curves
 from .model import Curve, Probe, Topology
 from .nvml import NA, Nvml
-
-SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 
 class ProbeError(RuntimeError):

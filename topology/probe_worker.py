@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 import torch
 import torch.distributed as dist
 
-from pkroof.profilers.launch import PORT_TAKEN_EXIT
+from pkroof.profilers.launch import PORT_TAKEN_EXIT, keep_multicast_off
 from pkroof.profilers.timing import Timing, time_device
 from pkroof.rooflines import Collective, bus_bandwidth_factor
 
@@ -28,7 +28,6 @@ from .model import Curve
 from .probe_plan import Plan, calls_per_sample, pair_rounds
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
-SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 
 def _pattern(n: int, rank: int, device: torch.device) -> torch.Tensor:
@@ -455,8 +454,7 @@ def run(
     port > 0: a rank the probe spawned on this node (rendezvous on 127.0.0.1:port, GPU gpus[rank]).
     port == 0: a rank started by torchrun or srun (env:// rendezvous, GPU LOCAL_RANK, LOCAL_WORLD_SIZE per node).
     """
-    for key, value in SAFE_ENV.items():
-        os.environ.setdefault(key, value)
+    keep_multicast_off()
     launched = port == 0
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world)) if launched else world
     device = int(os.environ.get("LOCAL_RANK", 0)) if launched else gpus[rank]
