@@ -57,11 +57,7 @@ class TransferModel:
         if not regimes:
             return self
         latency_s, peak_Bps = min(regimes, key=lambda r: r[0] + num_bytes / r[1])
-        scale = peak_Bps / self.peak_bandwidth_Bps
-        per_cta = None if self.per_cta_bandwidth_Bps is None else self.per_cta_bandwidth_Bps * scale
-        return dataclasses.replace(
-            self, latency_s=latency_s, peak_bandwidth_Bps=peak_Bps, per_cta_bandwidth_Bps=per_cta, collective_fits=()
-        )
+        return dataclasses.replace(self._at_peak(peak_Bps), latency_s=latency_s, collective_fits=())
 
     def both_ways(self) -> TransferModel:
         """This model while the same GPUs also receive as much as they send (every collective on two or more
@@ -69,9 +65,13 @@ class TransferModel:
         β_peak), β_cta scaled with it."""
         if self.duplex_bandwidth_Bps is None or self.duplex_bandwidth_Bps >= self.peak_bandwidth_Bps:
             return self
-        scale = self.duplex_bandwidth_Bps / self.peak_bandwidth_Bps
+        return self._at_peak(self.duplex_bandwidth_Bps)
+
+    def _at_peak(self, peak_Bps: float) -> TransferModel:
+        """This model with β_peak = peak_Bps and β_cta scaled with it, so the same CTAs still saturate."""
+        scale = peak_Bps / self.peak_bandwidth_Bps
         per_cta = None if self.per_cta_bandwidth_Bps is None else self.per_cta_bandwidth_Bps * scale
-        return dataclasses.replace(self, peak_bandwidth_Bps=self.duplex_bandwidth_Bps, per_cta_bandwidth_Bps=per_cta)
+        return dataclasses.replace(self, peak_bandwidth_Bps=peak_Bps, per_cta_bandwidth_Bps=per_cta)
 
     def bandwidth_Bps(self, num_ctas: int | None = None) -> float:
         """Bandwidth with `num_ctas` CTAs moving data; None means as many as it takes to saturate."""
