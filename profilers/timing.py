@@ -1,7 +1,12 @@
 """The one timing function: warm-up, CUDA-graph replay (or eager calls), one event pair per sample, all samples kept.
 
-Distributed callers pass `barrier` (a collective every rank runs, so all ranks start each sample together, from an
-idle device) and `group`: the result then holds, per sample, the slowest rank's time.
+Distributed callers pass `barrier` (a collective on the GPUs, e.g. an all-reduce of one element) and `group`: the
+result then holds, per sample, the slowest rank's time. Each sample starts from an idle device (the host waits for
+the previous one), and every rank's GPU starts it at the same moment: the barrier releases all GPUs within a link
+latency, then a short spin on the GPU (HOLD_CYCLES) gives each host time to queue the sample behind it. Without
+the spin each rank started its sample when its own host got there; the first rank's first collective then waited
+for the last, and the slowest-rank time held that host skew (µs, varying run to run: small collectives measured
+10.5-18.8 µs at 1 MiB on 2xH200 before, benchmarks/2026-11-30-ceilings-h200x2.md).
 """
 
 from __future__ import annotations
@@ -12,6 +17,9 @@ from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
+
+HOLD_CYCLES = 300_000  # the GPU's spin before a graph sample: 150 µs at 2 GHz, far more than a host needs to queue
+# an event, a graph replay and an event (tens of µs)
 
 
 @dataclass(frozen=True)
@@ -103,7 +111,10 @@ def time_device(
             # work made small all-reduces time 15-20% slow on the 2xH200 node (benchmarks/nccl_small_ab.py)
             torch.cuda.synchronize()
             barrier()
-            torch.cuda.synchronize()
+            if graph:  # every GPU leaves the barrier together and spins while its host queues the sample
+                torch.cuda._sleep(HOLD_CYCLES)
+            else:  # eager calls include their host's launch costs, so the host must not get a head start
+                torch.cuda.synchronize()
         start.record(stream)
         run()
         end.record(stream)
