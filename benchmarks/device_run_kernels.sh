@@ -18,6 +18,8 @@
 #   bash benchmarks/device_run_kernels.sh odd      TMA, split and CE variants through the profiler at an awkward size
 #   bash benchmarks/device_run_kernels.sh align    GPU tests of the launcher and the timing, the host-skew A/B of the
 #                                                  timing (benchmarks/timing_align_ab.py), collectives at 256 KiB
+#   bash benchmarks/device_run_kernels.sh intersm  the inter-SM GEMM + all-reduce (persistent Triton GEMM): GPU tests,
+#                                                  its sweep (benchmarks/inter_sm_sweep.py), the profiler
 #   bash benchmarks/device_run_kernels.sh time     the issue-5 evidence: collectives at 64 MiB and 256 KiB beside
 #                                                  NCCL and torch symm_mem, GEMM + all-reduce, emulated-rank tests
 # Every step is bounded (timeout) so a hang in one still leaves the others' logs under $OUT.
@@ -90,6 +92,11 @@ elif [ "$1" = align ]; then  # 2026-11-30, fifth session: the profiler's samples
     | tee "$OUT/gpu-tests.log" | tail -4
   timeout 170 python3 benchmarks/timing_align_ab.py 256KiB 1MiB 2>&1 | grep -v Warning | tee "$OUT/align-ab.log"
   step coll256k 200 $C --size 256KiB
+elif [ "$1" = intersm ]; then  # 2026-11-30, fifth session
+  timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py -k inter_sm 2>&1 \
+    | tee "$OUT/gpu-tests.log" | tail -4
+  timeout 220 python3 benchmarks/inter_sm_sweep.py llama3-8b-tp2 2>&1 | grep -v Warning | tee "$OUT/sweep.log"
+  step fused-ar 170 gemm-all-reduce --shape llama3-8b-tp2 --impl pkroof-gemm-ar-carveout
 elif [ "$1" = verify ]; then  # 2026-11-30, fourth session: what changed since the last GPU run, then the ceilings
   sweep() { timeout "$1" python3 benchmarks/kernels_sweep.py "${@:2}" 2>&1 | grep -v Warning | tee -a "$OUT/sweeps.log"; }
   timeout 240 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py tests/test_profiler_gpu.py \

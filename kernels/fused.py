@@ -134,7 +134,7 @@ def sm_carveout(sms: int) -> Iterator[None]:
 
 
 @declare(mechanism="sm-store", schedule="inter-sm", comm_sms=AR_CTAS)
-def gemm_all_reduce_inter_sm(a, b):
+def gemm_all_reduce_carveout(a, b):
     """C [m, n] = sum_p A_p · B_p on every rank; A [m, k_local], B [k_local, n]."""
     m, n = a.shape[0], b.shape[1]
     partial = torch.empty(m, n, dtype=a.dtype, device=a.device)

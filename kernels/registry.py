@@ -90,8 +90,13 @@ BUILTIN_IMPLS: dict[str, BuiltinImpl] = {
             "pkroof-ag-gemm-ce": ("all_gather_gemm_ce", {"all-gather-gemm"}),
             "pkroof-gemm-rs-ce": ("gemm_reduce_scatter_ce", {"gemm-reduce-scatter"}),
             "pkroof-gemm-rs-epilogue": ("gemm_reduce_scatter_epilogue", {"gemm-reduce-scatter"}),
-            "pkroof-gemm-ar-inter-sm": ("gemm_all_reduce_inter_sm", {"gemm-all-reduce"}),
+            "pkroof-gemm-ar-carveout": ("gemm_all_reduce_carveout", {"gemm-all-reduce"}, False),
             "pkroof-gemm-ar-ce": ("gemm_all_reduce_ce", {"gemm-all-reduce"}),
         },
+    ),
+    **_entries(
+        "pkroof",
+        "inter_sm",
+        {"pkroof-gemm-ar-inter-sm": ("gemm_all_reduce_inter_sm", {"gemm-all-reduce"})},
     ),
 }

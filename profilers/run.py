@@ -27,6 +27,13 @@ from .problems import Problem, load
 TRIALS = 3  # correctness trials, each on fresh random inputs
 INPUT_SETS = 3  # timed calls rotate over this many input sets (cold L2 between reuses)
 ITERS = 20
+# A graph sample is at least SAMPLE_S of back-to-back calls (at most MAX_CALLS, a multiple of INPUT_SETS), as
+# nccl-tests times 20 back-to-back iterations. Each sample starts from an idle device and pays a fixed start-up
+# (the graph's first kernel and event, not the collective): at 3 calls per sample it was 5-16 µs per call at
+# 256 KiB on 2xH200 (pkroof all-gather 10.8 µs per call at 3 calls, 5.55 at 20; NCCL 14.4 and 11.3;
+# benchmarks/2026-11-30-timing-h200x2.md).
+SAMPLE_S = 1e-3
+MAX_CALLS = 60
 # torch.testing-style tolerances by dtype: low-precision sums differ with their order, not only by rounding
 TOLERANCES = {"bfloat16": (1.6e-2, 1e-2), "float16": (1e-3, 1e-3), "float32": (1.3e-5, 1e-5)}
 
@@ -157,6 +164,13 @@ def _time_cpu(fn: Callable[[int], Any]) -> dict[str, Any]:
     return {"mode": "cpu-wall", "samples_s": t.tolist()}
 
 
+def calls_per_sample(call_s: float) -> int:
+    """Calls per graph sample for calls of about `call_s` (the eager time, launch included, so an overestimate):
+    enough for SAMPLE_S, at least INPUT_SETS and at most MAX_CALLS, a multiple of INPUT_SETS."""
+    want = max(INPUT_SETS, min(MAX_CALLS, math.ceil(SAMPLE_S / max(call_s, 1e-9))))
+    return -(-want // INPUT_SETS) * INPUT_SETS
+
+
 def _time_gpu(fn: Callable[[int], Any], device: Any) -> dict[str, Any]:
     import torch
     import torch.distributed as dist
@@ -172,11 +186,13 @@ def _time_gpu(fn: Callable[[int], Any], device: Any) -> dict[str, Any]:
         fn, iters=ITERS, calls_per_sample=INPUT_SETS, graph=False, barrier=barrier, group=dist.group.WORLD
     )
     out = {"mode": "eager", "samples_s": list(eager.samples_s), "eager_median_s": eager.median_s}
+    out["calls_per_sample"] = INPUT_SETS
+    calls = calls_per_sample(eager.median_s)
     try:
         graph = time_device(
-            fn, iters=ITERS, calls_per_sample=INPUT_SETS, graph=True, barrier=barrier, group=dist.group.WORLD
+            fn, iters=ITERS, calls_per_sample=calls, graph=True, barrier=barrier, group=dist.group.WORLD
         )
-        out |= {"mode": "graph", "samples_s": list(graph.samples_s)}
+        out |= {"mode": "graph", "samples_s": list(graph.samples_s), "calls_per_sample": calls}
     except Exception as e:  # not every implementation can be captured (host syncs, CPU-side splits): eager then
         out["graph_error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         torch.cuda.synchronize()

@@ -99,6 +99,63 @@ def emulate(
             )
 
 
+GEMM_AR_CASE = dict(m=40, n=88, k=40, tile=(16, 32, 16, 1, 4), gemm_ctas=4, comm_ctas=2, pieces=3)
+# 40 rows: two whole bands of 16 and a partial one; k = 40: the last K step reads past the end (TMA zero-fills);
+# n = 88: 16-byte rows (TMA), not a multiple of the 32-column tile; 3 pieces of ceil(16 / 3) = 6 rows per band
+# (6, 6, 4; the partial band 6, 2, empty); 9 units over 2 communication CTAs, 9 tiles over 4 GEMM CTAs.
+
+
+def emulate_gemm_all_reduce(world: int, device: str, calls: int = 3, **case: object) -> None:
+    """GEMM + all-reduce inter-SM (kernels/inter_sm.py) with emulated ranks: every rank's GEMM, then every rank's
+    push (phase 1), then every rank's sum (phase 2); three calls (both parity halves), fresh inputs each."""
+    import torch
+
+    from pkroof.kernels import inter_sm
+    from pkroof.kernels.symm import FLAG_STRIDE, MAX_CTAS
+
+    c = {**GEMM_AR_CASE, **case}
+    m, n, k, tile = c["m"], c["n"], c["k"], c["tile"]
+    units = inter_sm.plan(m, c["pieces"], tile[0])[1]
+
+    def full(numel: int, value: float, dtype: torch.dtype) -> torch.Tensor:
+        return torch.full((numel,), value, dtype=dtype, device=device)
+
+    stagings = [full(m * n, float("nan"), torch.bfloat16) for _ in range(world)]
+    inboxes = [full(2 * world * inter_sm.slot(m, n), float("nan"), torch.bfloat16) for _ in range(world)]
+    flags = [full(MAX_CTAS * world * FLAG_STRIDE, 0, torch.int32) for _ in range(world)]
+    inbox_table = torch.tensor([x.data_ptr() for x in inboxes], dtype=torch.int64, device=device)
+    flag_table = torch.tensor([f.data_ptr() for f in flags], dtype=torch.int64, device=device)
+    counters = [
+        [full(size, 0, torch.int32) for size in (MAX_CTAS, MAX_CTAS, units, -(-m // tile[0]))] for _ in range(world)
+    ]  # fmt: skip  epochs, calls, unit_seen, band_ready per rank
+    g = torch.Generator(device="cpu").manual_seed(world * 1000 + m)
+    for call in range(calls):
+        a = [torch.randn(m, k, generator=g).to(torch.bfloat16).to(device) for _ in range(world)]
+        b = [(torch.randn(k, n, generator=g) * k**-0.5).to(torch.bfloat16).to(device) for _ in range(world)]
+        outs = [full(m * n, float("nan"), torch.bfloat16) for _ in range(world)]
+        for r in range(world):
+            inter_sm.gemm(a[r], b[r], stagings[r].view(m, n), counters[r][3], c["gemm_ctas"], tile)
+        for phase in (1, 2):
+            for r in range(world):
+                epochs, calls_, seen, ready = counters[r]
+                inter_sm.reduce(stagings[r], outs[r], inbox_table, flag_table, flags[r], epochs, calls_, seen, ready,
+                                r, world, m, n, comm_ctas=c["comm_ctas"], phase=phase,
+                                pieces=c["pieces"], bm=tile[0], bn=tile[1])  # fmt: skip
+        # each rank's product rounded to bf16 (the staging copy), summed in fp32, rounded once. The kernel's fp32
+        # sums run in another order than torch's, so a product can round to the neighbouring bf16 value: up to
+        # one bf16 step (2^-7 of its magnitude at most) per rank, beside the final rounding (rtol)
+        partials = [(x.float() @ y.float()).to(torch.bfloat16).float() for x, y in zip(a, b, strict=True)]
+        want = sum(partials).to(torch.bfloat16).view(-1)
+        atol = world * 2**-7 * max(float(p.abs().max()) for p in partials)
+        for r in range(world):
+            bad = ~torch.isclose(outs[r].float(), want.float(), rtol=1.6e-2, atol=atol)
+            where = bad.nonzero().flatten()[:8].tolist()
+            assert not bad.any(), (
+                f"gemm-all-reduce inter-SM, call {call}, rank {r} of {world}: {int(bad.sum())} of {bad.numel()} "
+                f"wrong, first at {where}: got {outs[r][where].tolist()}, want {want[where].tolist()}"
+            )
+
+
 def _interpreter_ints() -> None:
     """Triton 3.6's interpreter turns its 1-element scalar arrays into Python ints with int(array), which NumPy 2
     refuses; give its module an int that accepts them (and is still `int` to isinstance)."""
@@ -142,6 +199,9 @@ def main() -> int:
             emulate(kind, world, sizes(kind, world), True, ctas=4, device="cpu", split=True)
             cases += 2
     print(f"{cases} cases correct")
+    for world in WORLDS:
+        emulate_gemm_all_reduce(world, device="cpu")
+    print(f"{len(WORLDS)} inter-SM cases correct")
     return 0
 
 

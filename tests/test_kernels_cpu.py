@@ -97,7 +97,7 @@ def test_tiling_spreads_tiles_and_keeps_16_byte_blocks(monkeypatch):
 
 def test_emulated_ranks_in_the_triton_interpreter():
     # the kernels themselves, on CPU: 2, 3, 4 and 8 emulated ranks × the four collectives × pull / push / TMA push
-    # / split-role push, at
+    # / split-role push, and the inter-SM GEMM + all-reduce (persistent GEMM, band counters, pushes, sums), at
     # sizes that are not multiples of the block (nor, for all-reduce, of the world size; for TMA, with a tail of
     # less than a row), three calls each (tests/emulate.py)
     pytest.importorskip("triton")
@@ -108,6 +108,7 @@ def test_emulated_ranks_in_the_triton_interpreter():
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert "64 cases correct" in done.stdout  # 4 collectives × 4 world sizes × (pull, push, TMA push, split push)
+    assert "4 inter-SM cases correct" in done.stdout  # GEMM + all-reduce inter-SM on 2, 3, 4 and 8 ranks
 
 
 def test_shape_labels_say_what_was_set():

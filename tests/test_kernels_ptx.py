@@ -80,3 +80,50 @@ def test_the_default_tma_box_fits_in_shared_memory(kind):
     for tma, block in ((True, TMA_MAX_BLOCK), (False, MAX_BLOCK)):
         shared = _compiled(kind, True, tma=tma, block=block).metadata.shared
         assert shared <= 232448, (tma, block, shared)
+
+
+def _inter_sm_ptx(kernel: str):
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from pkroof.kernels import inter_sm
+
+    if kernel == "gemm":  # the shipped tile; A, B, C 16-byte aligned and k, n multiples of 16, as at the suite's shapes
+        args = {"a": "*bf16", "b": "*bf16", "c": "*bf16", "band_ready": "*i32", "m": "i32", "n": "i32", "k": "i32",
+                "n_ctas": "i32"}  # fmt: skip
+        bm, bn, bk, stages, warps = inter_sm.TILE
+        constants = {"BM": bm, "BN": bn, "BK": bk, "STAGES": stages, "UPCAST": False}
+        fn, aligned = inter_sm._gemm_kernel, {"a", "b", "c", "band_ready", "n", "k"}
+    else:
+        names = ["staging", "out", "inbox_table", "flag_table", "my_flags", "epochs", "calls", "unit_seen",
+                 "band_ready", "rank", "m", "n", "bm", "rows_per_unit", "n_units", "half_size", "slot_size",
+                 "tiles_n"]  # fmt: skip
+        args = {name: ("*bf16" if i < 2 else "*i64" if i < 4 else "*i32" if i < 9 else "i32") for i, name in
+                enumerate(names)}  # fmt: skip
+        constants = {"WORLD": 4, "PIECES": inter_sm.PIECES, "BLOCK": inter_sm.COMM_BLOCK, "PHASE": 0}
+        # n = 776 (a multiple of 8, not of 16) is not marked aligned: the kernel must know it from n % 8 == 0
+        fn, aligned, warps = inter_sm._reduce_kernel, set(names[:9]) | {"half_size", "slot_size"}, 8
+    signature = args | dict.fromkeys(constants, "constexpr")
+    attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(args) if name in aligned}
+    return triton.compile(ASTSource(fn, signature, constants, attrs=attrs), target=GPUTarget("cuda", 90, 32),
+                          options={"num_warps": warps})  # fmt: skip
+
+
+def test_inter_sm_gemm_uses_tensor_cores_and_tma_and_fits_shared_memory():
+    compiled = _inter_sm_ptx("gemm")
+    ptx = compiled.asm["ptx"]
+    assert "wgmma.mma_async" in ptx  # Hopper's tensor-core instruction
+    assert "cp.async.bulk.tensor" in ptx  # A and B tiles by TMA
+    assert "atom.global.gpu.release.add" in ptx  # the band counter: after the tile's stores, at GPU scope
+    assert compiled.metadata.shared <= 232448  # an H200 CTA may use 227 KiB of shared memory
+    assert "multimem" not in ptx
+
+
+def test_inter_sm_communication_is_16_byte_accesses_and_flags():
+    ptx = _inter_sm_ptx("reduce").asm["ptx"]
+    data = re.findall(r"(?:ld|st)\.global(?:\.[a-z0-9]+)*\.(?:b16|v4\.b32|v2\.b32|b32)", ptx)
+    assert any("v4.b32" in d for d in data)
+    assert not any(d.endswith(".b16") for d in data)  # no element-wise 2-byte access anywhere
+    assert "st.release.sys" in ptx and "ld.acquire.sys" in ptx  # the peers' flags
+    assert "ld.global.gpu.acquire" in ptx  # the band counters the GEMM raises (Triton turns the add of 0 into a load)
+    assert "multimem" not in ptx

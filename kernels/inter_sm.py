@@ -1,0 +1,200 @@
+"""GEMM + all-reduce, inter-SM: a persistent Triton GEMM on all SMs but COMM_CTAS, and COMM_CTAS communication
+CTAs that all-reduce its output while it runs. C [m, n] = sum_p A_p · B_p on every rank (A_p [m, k], B_p [k, n]).
+
+- The GEMM (one CTA per SM left, persistent) walks its BM × BN tiles in row-major order, so C is finished band
+  by band (a band: BM rows, every column). Each tile goes into this rank's symmetric staging copy of C; then the
+  CTA adds one to its band's counter (a CTA barrier, then a release add at GPU scope).
+- Communication CTA c owns units c, c + COMM_CTAS, ...; a unit is 1/PIECES of a band, whole rows, so contiguous
+  in C. For each unit: wait (acquire) until the band's counter has every tile of the band, push the unit's rows
+  into every peer's inbox (slot: this rank), raise flag (c, rank) on every peer, wait for the peers' flags
+  (c, p), then sum the own rows and every peer's inbox rows in fp32 into the output.
+- Everything only counts up, so CUDA-graph replays work: the GEMM adds one per tile and call to its band's
+  counter; unit u remembers in its own slot how many tiles of its band it has seen. Flags (c, rank) count
+  units, from the CTA's epoch, as in collectives.py; inboxes are double-buffered by call parity, for the same
+  reason and by the same argument (a rank writes half h again only after its peers finished reading it).
+
+The GEMM of the next call overwrites the staging copy, so every call joins its communication stream back before
+returning. Flags are never multicast. A and B are read by TMA (tensor descriptors): their rows must be 16-byte
+aligned (k and n multiples of 8 for bf16).
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+from .collectives import _buffer
+from .declare import declare
+from .symm import _POLLS, MAX_CTAS, side_stream, signal_peers, wait_peers, workspace
+
+COMM_CTAS = int(os.environ.get("PKROOF_INTER_SM_CTAS", 16))  # SMs that communicate; the GEMM gets the others
+PIECES = int(os.environ.get("PKROOF_INTER_SM_PIECES", 4))  # units per band: the last bands spread over more CTAs
+TILE = tuple(int(v) for v in os.environ.get("PKROOF_INTER_SM_TILE", "128,256,64,3,8").split(","))  # BM, BN, BK,
+# pipeline stages, warps of the GEMM
+_INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+COMM_BLOCK = 4096  # elements per step of a communication CTA: 16 per thread at 8 warps, 16-byte accesses
+
+
+@triton.jit
+def _gemm_kernel(a, b, c, band_ready, m, n, k, n_ctas,
+                 BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, STAGES: tl.constexpr,
+                 UPCAST: tl.constexpr):  # fmt: skip
+    a_desc = tl.make_tensor_descriptor(a, shape=[m, k], strides=[k, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b, shape=[k, n], strides=[n, 1], block_shape=[BK, BN])
+    tiles_n = tl.cdiv(n, BN)
+    rows = tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    for tile in range(tl.program_id(0), tl.cdiv(m, BM) * tiles_n, n_ctas):  # row-major: bands finish in order
+        band = tile // tiles_n
+        row0 = band * BM
+        col0 = (tile % tiles_n) * BN
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for kk in tl.range(0, tl.cdiv(k, BK), num_stages=STAGES):
+            x = a_desc.load([row0, kk * BK])
+            y = b_desc.load([kk * BK, col0])
+            if UPCAST:  # Triton 3.6's interpreter returns garbage from a bf16 dot; it runs the CPU tests
+                x, y = x.to(tl.float32), y.to(tl.float32)
+            acc = tl.dot(x, y, acc)
+        r = (row0 + rows[:, None]).to(tl.int64)
+        q = col0 + cols[None, :]
+        tl.store(c + r * n + q, acc.to(c.dtype.element_ty), mask=(r < m) & (q < n))
+        tl.debug_barrier()  # every thread's stores of the tile before the count
+        tl.atomic_add(band_ready + band, 1, sem="release", scope="gpu")
+
+
+@triton.jit
+def _wait_band(band_ready, band, target):
+    seen = tl.atomic_add(band_ready + band, 0, sem="acquire", scope="gpu")
+    polls = 0
+    while (seen < target) & (polls < _POLLS):
+        seen = tl.atomic_add(band_ready + band, 0, sem="acquire", scope="gpu")
+        polls += 1
+    tl.debug_barrier()
+
+
+@triton.jit
+def _reduce_kernel(staging, out, inbox_table, flag_table, my_flags, epochs, calls, unit_seen, band_ready,
+                   rank, m, n, bm, rows_per_unit, n_units, half_size, slot_size, tiles_n,
+                   WORLD: tl.constexpr, PIECES: tl.constexpr, BLOCK: tl.constexpr, PHASE: tl.constexpr):  # fmt: skip
+    # PHASE 0 is the real thing; 1 (wait for the GEMM and push only) and 2 (sum only) skip the flags, so the
+    # tests can run emulated ranks one after another on one GPU, as collectives.py's kernel does.
+    cta = tl.program_id(0)
+    grid = tl.num_programs(0)
+    ty = staging.dtype.element_ty
+    first = tl.load(epochs + cta)
+    half = (tl.load(calls + cta) % 2) * half_size
+    lanes = tl.arange(0, BLOCK)
+    mine = _buffer(inbox_table, rank, ty) + half
+    j = 0
+    for unit in range(cta, n_units, grid):
+        band_lo = (unit // PIECES) * bm
+        lo = band_lo + (unit % PIECES) * rows_per_unit
+        # n is a multiple of 8 (16-byte rows), so are these: Triton can then issue 16-byte accesses
+        lo_e = tl.multiple_of(lo * n, 8)
+        hi_e = tl.multiple_of(tl.minimum(tl.minimum(lo + rows_per_unit, band_lo + bm), m) * n, 8)  # may be empty
+        if PHASE != 2:
+            target = tl.load(unit_seen + unit) + tiles_n
+            _wait_band(band_ready, unit // PIECES, target)
+            for off in range(lo_e, hi_e, BLOCK):
+                idx = off + lanes
+                v = tl.load(staging + idx, mask=idx < hi_e)
+                for p in tl.static_range(WORLD):
+                    if p != rank:
+                        dst = _buffer(inbox_table, p, ty) + half + rank * slot_size
+                        tl.store(dst + idx, v, mask=idx < hi_e)
+            if PHASE == 0:
+                tl.store(unit_seen + unit, target)
+                signal_peers(flag_table, cta, rank, first + j + 1, WORLD)
+        if PHASE == 0:
+            wait_peers(my_flags, cta, rank, first + j + 1, WORLD)
+        if PHASE != 1:
+            if PHASE == 2:
+                tl.store(unit_seen + unit, tl.load(unit_seen + unit) + tiles_n)
+            for off in range(lo_e, hi_e, BLOCK):
+                idx = off + lanes
+                acc = tl.load(staging + idx, mask=idx < hi_e).to(tl.float32)
+                for p in tl.static_range(WORLD):
+                    if p != rank:
+                        acc += tl.load(mine + p * slot_size + idx, mask=idx < hi_e).to(tl.float32)
+                tl.store(out + idx, acc.to(ty), mask=idx < hi_e)
+        j += 1
+    if PHASE != 1:
+        tl.store(epochs + cta, first + j)
+        tl.store(calls + cta, tl.load(calls + cta) + 1)
+
+
+def plan(m: int, pieces: int, bm: int) -> tuple[int, int, int]:
+    """(rows per unit, units, units per band): `pieces` units of whole rows per band of `bm` rows (fewer if a
+    band has fewer rows than that)."""
+    pieces = max(1, min(pieces, bm))
+    return -(-bm // pieces), -(-m // bm) * pieces, pieces
+
+
+def slot(m: int, n: int) -> int:
+    """Elements between source ranks' slots in an inbox: C rounded up to 64 elements, so every slot starts
+    16-byte aligned and Triton knows it (the launcher marks sizes divisible by 16)."""
+    return -(-(m * n) // 64) * 64
+
+
+def _tma_scratch(size: int, alignment: int, stream: int | None) -> torch.Tensor:
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+def gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, band_ready: torch.Tensor, n_ctas: int,
+         tile: tuple[int, ...] = TILE) -> None:  # fmt: skip
+    """c = a · b by the persistent GEMM on `n_ctas` CTAs, counting each finished tile in band_ready[band]."""
+    bm, bn, bk, stages, warps = tile
+    m, k = a.shape
+    n = b.shape[1]
+    if (k * a.element_size()) % 16 or (n * b.element_size()) % 16:
+        raise ValueError(f"inter-SM GEMM: rows of A ({k}) and B ({n}) must be 16-byte aligned for TMA")
+    if a.is_cuda:
+        triton.set_allocator(_tma_scratch)  # device-side tensor descriptors live in a little global scratch
+    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+    _gemm_kernel[(min(n_ctas, tiles),)](a, b, c, band_ready, m, n, k, min(n_ctas, tiles), BM=bm, BN=bn, BK=bk,
+                                        STAGES=stages, UPCAST=_INTERPRETED, num_warps=warps)  # fmt: skip
+
+
+def reduce(staging, out, inbox_table, flag_table, my_flags, epochs, calls, unit_seen, band_ready, rank: int,
+           world: int, m: int, n: int, *, comm_ctas: int, phase: int = 0,
+           pieces: int = PIECES, bm: int = TILE[0], bn: int = TILE[1]) -> None:  # fmt: skip
+    """The communication CTAs for one rank: tables are int64 addresses of every rank's inbox (2 · world ·
+    slot(m, n) elements: two parity halves of a slot per source rank) and flags (real peers, or emulated ranks'
+    buffers on one GPU with phase 1 then 2)."""
+    rows, units, per_band = plan(m, pieces, bm)
+    assert n % 8 == 0, "16-byte rows"  # the kernel's offsets rely on it
+    # never more CTAs than units: every CTA must own a unit in every call (the parity argument needs it)
+    _reduce_kernel[(min(comm_ctas, units, MAX_CTAS - 1),)](
+        staging, out, inbox_table, flag_table, my_flags, epochs, calls, unit_seen, band_ready,
+        rank, m, n, bm, rows, units, world * slot(m, n), slot(m, n), triton.cdiv(n, bn),
+        WORLD=world, PIECES=per_band, BLOCK=COMM_BLOCK, PHASE=phase, num_warps=8,
+    )  # fmt: skip
+
+
+@declare(mechanism="sm-store", schedule="inter-sm", comm_sms=COMM_CTAS)
+def gemm_all_reduce_inter_sm(a, b):
+    """C [m, n] = sum_p A_p · B_p on every rank; A [m, k_local], B [k_local, n]."""
+    ws = workspace()
+    a, b = a.contiguous(), b.contiguous()
+    m, n = a.shape[0], b.shape[1]
+    sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+    comm = max(1, min(COMM_CTAS, sms - 1))
+    staging, _ = ws.buffer("gemm-ar-staging", m * n, a.dtype)
+    _, inbox_table = ws.buffer("gemm-ar-inbox", 2 * ws.world * slot(m, n), a.dtype)
+    key = ("gemm-ar", m, n, a.dtype)
+    tile, pieces = TILE, PIECES  # read at call time, so a sweep can set them
+    band_ready = ws.counter((*key, tile, "bands"), triton.cdiv(m, tile[0]))
+    unit_seen = ws.counter((*key, tile, pieces, "units"), plan(m, pieces, tile[0])[1])
+    calls = ws.counter((*key, "calls"))
+    out = torch.empty(m, n, dtype=a.dtype, device=a.device)
+    main, side = torch.cuda.current_stream(), side_stream()
+    side.wait_stream(main)
+    gemm(a, b, staging.view(m, n), band_ready, sms - comm, tile)  # launched first: it takes its SMs before the CTAs
+    with torch.cuda.stream(side):
+        reduce(staging, out, inbox_table, ws.flag_table, ws.flags, ws.epochs, calls, unit_seen, band_ready,
+               ws.rank, ws.world, m, n, comm_ctas=comm, pieces=pieces, bm=tile[0], bn=tile[1])  # fmt: skip
+    main.wait_stream(side)  # the next call's GEMM overwrites the staging copy the CTAs above read
+    return out
