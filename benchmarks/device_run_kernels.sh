@@ -20,6 +20,9 @@
 #                                                  timing (benchmarks/timing_align_ab.py), collectives at 256 KiB
 #   bash benchmarks/device_run_kernels.sh intersm  the inter-SM GEMM + all-reduce (persistent Triton GEMM): GPU tests,
 #                                                  its sweep (benchmarks/inter_sm_sweep.py), the profiler
+#   bash benchmarks/device_run_kernels.sh intersm2 the same with wider steps and pipelined units: sweep over
+#                                                  communication CTAs and steps, the profiler with the sweep's best
+#                                                  (llama3-8b-tp2, llama3-70b-tp8), collectives at 256 KiB
 #   bash benchmarks/device_run_kernels.sh time     the issue-5 evidence: collectives at 64 MiB and 256 KiB beside
 #                                                  NCCL and torch symm_mem, GEMM + all-reduce, emulated-rank tests
 # Every step is bounded (timeout) so a hang in one still leaves the others' logs under $OUT.
@@ -97,6 +100,22 @@ elif [ "$1" = intersm ]; then  # 2026-11-30, fifth session
     | tee "$OUT/gpu-tests.log" | tail -4
   timeout 220 python3 benchmarks/inter_sm_sweep.py llama3-8b-tp2 2>&1 | grep -v Warning | tee "$OUT/sweep.log"
   step fused-ar 170 gemm-all-reduce --shape llama3-8b-tp2 --impl pkroof-gemm-ar-carveout
+elif [ "$1" = intersm2 ]; then  # 2026-11-30, fifth session
+  timeout 100 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py -k inter_sm 2>&1 \
+    | tee "$OUT/gpu-tests.log" | tail -4
+  timeout 200 python3 benchmarks/inter_sm_sweep.py llama3-8b-tp2 --comm 4,8,12,16 --blocks 16384,32768 \
+    --tiles 128x256x64x3x8,128x256x64x4x8 2>&1 | grep -v Warning | tee "$OUT/sweep.log"
+  # the fastest correct configuration: "inter-SM TILE COMM comm BLOCK block TIME µs ..."
+  best=$(awk '$1 == "inter-SM" && $8 == "µs" {print $7, $2, $3, $5}' "$OUT/sweep.log" | sort -n | head -1)
+  echo "best: $best"
+  if [ -n "$best" ]; then
+    read -r _ tile comm block <<< "$best"
+    export PKROOF_INTER_SM_TILE=${tile//x/,} PKROOF_INTER_SM_CTAS=$comm PKROOF_INTER_SM_BLOCK=$block
+  fi
+  step fused-ar 100 gemm-all-reduce --shape llama3-8b-tp2 --impl pkroof-gemm-ar-carveout
+  step fused-ar70 90 gemm-all-reduce --shape llama3-70b-tp8
+  unset PKROOF_INTER_SM_TILE PKROOF_INTER_SM_CTAS PKROOF_INTER_SM_BLOCK
+  step coll256k 180 $C --size 256KiB
 elif [ "$1" = verify ]; then  # 2026-11-30, fourth session: what changed since the last GPU run, then the ceilings
   sweep() { timeout "$1" python3 benchmarks/kernels_sweep.py "${@:2}" 2>&1 | grep -v Warning | tee -a "$OUT/sweeps.log"; }
   timeout 240 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py tests/test_profiler_gpu.py \

@@ -6,8 +6,9 @@ CTAs that all-reduce its output while it runs. C [m, n] = sum_p A_p · B_p on ev
   CTA adds one to its band's counter (a CTA barrier, then a release add at GPU scope).
 - Communication CTA c owns units c, c + COMM_CTAS, ...; a unit is 1/PIECES of a band, whole rows, so contiguous
   in C. For each unit: wait (acquire) until the band's counter has every tile of the band, push the unit's rows
-  into every peer's inbox (slot: this rank), raise flag (c, rank) on every peer, wait for the peers' flags
-  (c, p), then sum the own rows and every peer's inbox rows in fp32 into the output.
+  into every peer's inbox (slot: this rank), raise flag (c, rank) on every peer; then, after pushing its next
+  unit, wait for the peers' flags (c, p) and sum the own rows and every peer's inbox rows in fp32 into the
+  output.
 - Everything only counts up, so CUDA-graph replays work: the GEMM adds one per tile and call to its band's
   counter; unit u remembers in its own slot how many tiles of its band it has seen. Flags (c, rank) count
   units, from the CTA's epoch, as in collectives.py; inboxes are double-buffered by call parity, for the same
@@ -35,7 +36,10 @@ PIECES = int(os.environ.get("PKROOF_INTER_SM_PIECES", 4))  # units per band: the
 TILE = tuple(int(v) for v in os.environ.get("PKROOF_INTER_SM_TILE", "128,256,64,3,8").split(","))  # BM, BN, BK,
 # pipeline stages, warps of the GEMM
 _INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
-COMM_BLOCK = 4096  # elements per step of a communication CTA: 16 per thread at 8 warps, 16-byte accesses
+# elements per step of a communication CTA (8 warps, 16-byte accesses). Each step's loads must land before its
+# stores go, so a CTA's rate is about a step per memory latency: 4096 elements (8 KiB) gave ~5 GB/s per CTA on
+# 2xH200 (64 MiB over 8 CTAs in 1.7 ms, benchmarks/data/2026-11-30-fifth/call2-sweep.log)
+COMM_BLOCK = int(os.environ.get("PKROOF_INTER_SM_BLOCK", 16384))
 
 
 @triton.jit
@@ -76,50 +80,75 @@ def _wait_band(band_ready, band, target):
 
 
 @triton.jit
+def _rows(unit, m, n, bm, rows_per_unit, PIECES: tl.constexpr):
+    """Unit `unit`'s elements [lo, hi) of row-major C: whole rows of one band (may be empty)."""
+    band_lo = (unit // PIECES) * bm
+    lo = band_lo + (unit % PIECES) * rows_per_unit
+    hi = tl.minimum(tl.minimum(lo + rows_per_unit, band_lo + bm), m)
+    # n is a multiple of 8 (16-byte rows), so are both: Triton can then issue 16-byte accesses
+    return tl.multiple_of(lo * n, 8), tl.multiple_of(hi * n, 8)
+
+
+@triton.jit
+def _push(staging, inbox_table, band_ready, unit_seen, unit, half, rank, slot_size, m, n, bm, rows_per_unit, tiles_n,
+          WORLD: tl.constexpr, PIECES: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
+    """Wait until the GEMM has finished the unit's band, then store its rows into every peer's inbox."""
+    target = tl.load(unit_seen + unit) + tiles_n
+    _wait_band(band_ready, unit // PIECES, target)
+    tl.store(unit_seen + unit, target)
+    lo, hi = _rows(unit, m, n, bm, rows_per_unit, PIECES)
+    ty = staging.dtype.element_ty
+    for off in range(lo, hi, BLOCK):
+        idx = off + tl.arange(0, BLOCK)
+        v = tl.load(staging + idx, mask=idx < hi)
+        for p in tl.static_range(WORLD):
+            if p != rank:
+                tl.store(_buffer(inbox_table, p, ty) + half + rank * slot_size + idx, v, mask=idx < hi)
+
+
+@triton.jit
+def _sum(staging, out, mine, unit, rank, slot_size, m, n, bm, rows_per_unit,
+         WORLD: tl.constexpr, PIECES: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
+    """out = own rows + every peer's rows from this rank's inbox, summed in fp32."""
+    lo, hi = _rows(unit, m, n, bm, rows_per_unit, PIECES)
+    for off in range(lo, hi, BLOCK):
+        idx = off + tl.arange(0, BLOCK)
+        acc = tl.load(staging + idx, mask=idx < hi).to(tl.float32)
+        for p in tl.static_range(WORLD):
+            if p != rank:
+                acc += tl.load(mine + p * slot_size + idx, mask=idx < hi).to(tl.float32)
+        tl.store(out + idx, acc.to(out.dtype.element_ty), mask=idx < hi)
+
+
+@triton.jit
 def _reduce_kernel(staging, out, inbox_table, flag_table, my_flags, epochs, calls, unit_seen, band_ready,
                    rank, m, n, bm, rows_per_unit, n_units, half_size, slot_size, tiles_n,
                    WORLD: tl.constexpr, PIECES: tl.constexpr, BLOCK: tl.constexpr, PHASE: tl.constexpr):  # fmt: skip
-    # PHASE 0 is the real thing; 1 (wait for the GEMM and push only) and 2 (sum only) skip the flags, so the
-    # tests can run emulated ranks one after another on one GPU, as collectives.py's kernel does.
+    # Pipelined as collectives.py's kernel: push unit j+1 before waiting for the peers' unit j, so the wait
+    # overlaps a push. PHASE 0 is the real thing; 1 (wait for the GEMM and push only) and 2 (sum only) skip the
+    # flags, so the tests can run emulated ranks one after another on one GPU.
     cta = tl.program_id(0)
     grid = tl.num_programs(0)
-    ty = staging.dtype.element_ty
     first = tl.load(epochs + cta)
     half = (tl.load(calls + cta) % 2) * half_size
-    lanes = tl.arange(0, BLOCK)
-    mine = _buffer(inbox_table, rank, ty) + half
+    mine = _buffer(inbox_table, rank, staging.dtype.element_ty) + half
+    if PHASE != 2:  # the grid never exceeds the units, so every CTA has a first one
+        _push(staging, inbox_table, band_ready, unit_seen, cta, half, rank, slot_size, m, n, bm, rows_per_unit,
+              tiles_n, WORLD, PIECES, BLOCK)  # fmt: skip
+        if PHASE == 0:
+            signal_peers(flag_table, cta, rank, first + 1, WORLD)
     j = 0
     for unit in range(cta, n_units, grid):
-        band_lo = (unit // PIECES) * bm
-        lo = band_lo + (unit % PIECES) * rows_per_unit
-        # n is a multiple of 8 (16-byte rows), so are these: Triton can then issue 16-byte accesses
-        lo_e = tl.multiple_of(lo * n, 8)
-        hi_e = tl.multiple_of(tl.minimum(tl.minimum(lo + rows_per_unit, band_lo + bm), m) * n, 8)  # may be empty
-        if PHASE != 2:
-            target = tl.load(unit_seen + unit) + tiles_n
-            _wait_band(band_ready, unit // PIECES, target)
-            for off in range(lo_e, hi_e, BLOCK):
-                idx = off + lanes
-                v = tl.load(staging + idx, mask=idx < hi_e)
-                for p in tl.static_range(WORLD):
-                    if p != rank:
-                        dst = _buffer(inbox_table, p, ty) + half + rank * slot_size
-                        tl.store(dst + idx, v, mask=idx < hi_e)
+        nxt = unit + grid
+        if (nxt < n_units) & (PHASE != 2):
+            _push(staging, inbox_table, band_ready, unit_seen, nxt, half, rank, slot_size, m, n, bm, rows_per_unit,
+                  tiles_n, WORLD, PIECES, BLOCK)  # fmt: skip
             if PHASE == 0:
-                tl.store(unit_seen + unit, target)
-                signal_peers(flag_table, cta, rank, first + j + 1, WORLD)
+                signal_peers(flag_table, cta, rank, first + j + 2, WORLD)
         if PHASE == 0:
             wait_peers(my_flags, cta, rank, first + j + 1, WORLD)
         if PHASE != 1:
-            if PHASE == 2:
-                tl.store(unit_seen + unit, tl.load(unit_seen + unit) + tiles_n)
-            for off in range(lo_e, hi_e, BLOCK):
-                idx = off + lanes
-                acc = tl.load(staging + idx, mask=idx < hi_e).to(tl.float32)
-                for p in tl.static_range(WORLD):
-                    if p != rank:
-                        acc += tl.load(mine + p * slot_size + idx, mask=idx < hi_e).to(tl.float32)
-                tl.store(out + idx, acc.to(ty), mask=idx < hi_e)
+            _sum(staging, out, mine, unit, rank, slot_size, m, n, bm, rows_per_unit, WORLD, PIECES, BLOCK)
         j += 1
     if PHASE != 1:
         tl.store(epochs + cta, first + j)
