@@ -23,6 +23,9 @@
 #   bash benchmarks/device_run_kernels.sh intersm2 the same with wider steps and pipelined units: sweep over
 #                                                  communication CTAs and steps, the profiler with the sweep's best
 #                                                  (llama3-8b-tp2, llama3-70b-tp8), collectives at 256 KiB
+#   bash benchmarks/device_run_kernels.sh intersm3 communication CTAs x warps at llama3-8b-tp2 and llama3-70b-tp8,
+#                                                  the profiler at both with the best on both, all-gather and
+#                                                  all-to-all at 256 KiB twice
 #   bash benchmarks/device_run_kernels.sh time     the issue-5 evidence: collectives at 64 MiB and 256 KiB beside
 #                                                  NCCL and torch symm_mem, GEMM + all-reduce, emulated-rank tests
 # Every step is bounded (timeout) so a hang in one still leaves the others' logs under $OUT.
@@ -116,6 +119,37 @@ elif [ "$1" = intersm2 ]; then  # 2026-11-30, fifth session
   step fused-ar70 90 gemm-all-reduce --shape llama3-70b-tp8
   unset PKROOF_INTER_SM_TILE PKROOF_INTER_SM_CTAS PKROOF_INTER_SM_BLOCK
   step coll256k 180 $C --size 256KiB
+elif [ "$1" = intersm3 ]; then  # 2026-11-30, fifth session
+  for shape in llama3-8b-tp2 llama3-70b-tp8; do
+    timeout 150 python3 benchmarks/inter_sm_sweep.py $shape --comm 4,8,16 --warps 16,32 --blocks 32768 \
+      --tiles 128x256x64x4x8 2>&1 | grep -v Warning | tee "$OUT/sweep-$shape.log"
+  done
+  # the configuration with the best speed-up over matmul + NCCL summed over both shapes
+  best=$(python3 - "$OUT"/sweep-*.log <<'PY'
+import collections, re, sys
+total, seen = collections.Counter(), collections.Counter()
+for path in sys.argv[1:]:
+    for line in open(path):
+        m = re.match(r"\s*inter-SM (\S+)\s+(\d+) comm\s+(\d+) block\s+(\d+) warps\s+\S+ µs\s+([\d.]+)x", line)
+        if m:
+            total[m.groups()[:4]] += float(m.group(5))
+            seen[m.groups()[:4]] += 1
+both = [k for k in total if seen[k] == len(sys.argv[1:])]
+if both:
+    print(*max(both, key=total.__getitem__))
+PY
+)
+  echo "best on both shapes (tile comm block warps): $best"
+  if [ -n "$best" ]; then
+    read -r tile comm block warps <<< "$best"
+    export PKROOF_INTER_SM_TILE=${tile//x/,} PKROOF_INTER_SM_CTAS=$comm PKROOF_INTER_SM_BLOCK=$block
+    export PKROOF_INTER_SM_WARPS=$warps
+  fi
+  step fused-ar 100 gemm-all-reduce --shape llama3-8b-tp2
+  step fused-ar70 80 gemm-all-reduce --shape llama3-70b-tp8
+  unset PKROOF_INTER_SM_TILE PKROOF_INTER_SM_CTAS PKROOF_INTER_SM_BLOCK PKROOF_INTER_SM_WARPS
+  step coll256k-a 60 all-gather all-to-all --size 256KiB
+  step coll256k-b 60 all-gather all-to-all --size 256KiB
 elif [ "$1" = verify ]; then  # 2026-11-30, fourth session: what changed since the last GPU run, then the ceilings
   sweep() { timeout "$1" python3 benchmarks/kernels_sweep.py "${@:2}" 2>&1 | grep -v Warning | tee -a "$OUT/sweeps.log"; }
   timeout 240 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py tests/test_profiler_gpu.py \

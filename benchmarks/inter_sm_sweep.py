@@ -7,7 +7,7 @@
 Timing: pkroof's time_device (CUDA graphs, a barrier before each sample, the slowest rank; 3 calls per sample).
 
 Usage: python3 benchmarks/inter_sm_sweep.py [SHAPE] [--comm 8,16,32] [--tiles 128x256x64x3x8,...] [--blocks 16384]
-       [--gemm-only]
+       [--warps 8,16,32] [--gemm-only]
        (SHAPE: a gemm-all-reduce suite shape, default llama3-8b-tp2; needs every GPU of the node)
 """
 
@@ -35,7 +35,8 @@ def _us(fn, *, group=None) -> float:
     return time_device(fn, iters=10, calls_per_sample=3, barrier=barrier, group=group).median_s * 1e6
 
 
-def _rank(rank: int, world: int, shape: str, comms: list[int], tiles: list[tuple], blocks: list[int], gemm_only: bool):
+def _rank(rank: int, world: int, shape: str, comms: list[int], tiles: list[tuple], blocks: list[int],
+          warps: list[int], gemm_only: bool):  # fmt: skip
     torch.cuda.set_device(rank)
     dist.init_process_group(
         "nccl", init_method="tcp://127.0.0.1:29585", rank=rank, world_size=world, device_id=torch.device("cuda", rank)
@@ -64,14 +65,14 @@ def _rank(rank: int, world: int, shape: str, comms: list[int], tiles: list[tuple
     ref = problem.reference(*sets[0])  # matmul + NCCL all-reduce
     t_ref = _us(lambda i: problem.reference(*sets[i % 3]), group=group)
     show(f"  matmul + NCCL all-reduce     {t_ref:8.1f} µs")
-    for tile, comm, block in itertools.product(tiles, comms, blocks):
-        inter_sm.TILE, inter_sm.COMM_CTAS, inter_sm.COMM_BLOCK = tile, comm, block
+    for tile, comm, block, warp in itertools.product(tiles, comms, blocks, warps):
+        inter_sm.TILE, inter_sm.COMM_CTAS, inter_sm.COMM_BLOCK, inter_sm.COMM_WARPS = tile, comm, block, warp
         fresh = problem.inputs(rank, world, seed=99, device="cuda", **dims)
         want = problem.reference(*fresh)
         got = inter_sm.gemm_all_reduce_inter_sm(*fresh)
         ok = torch.tensor([float(torch.allclose(got.float(), want.float(), rtol=2e-2, atol=2e-2))], device="cuda")
         dist.all_reduce(ok, op=dist.ReduceOp.MIN)
-        label = f"  inter-SM {'x'.join(map(str, tile)):<13} {comm:3d} comm {block:6d} block"
+        label = f"  inter-SM {'x'.join(map(str, tile)):<13} {comm:3d} comm {block:6d} block {warp:2d} warps"
         if ok.item() < 1:
             err = (got.float() - want.float()).abs().max().item()
             show(f"{label}  INCORRECT (max |error| {err:.3g}); not timed")
@@ -89,9 +90,10 @@ if __name__ == "__main__":
     ap.add_argument("--comm", default="8,16,32")
     ap.add_argument("--tiles", default="128x256x64x3x8,128x256x64x4x8,128x128x64x4x4,256x128x64x3x8")
     ap.add_argument("--blocks", default=str(inter_sm.COMM_BLOCK))
+    ap.add_argument("--warps", default=str(inter_sm.COMM_WARPS))
     ap.add_argument("--gemm-only", action="store_true")
     a = ap.parse_args()
     tiles = [tuple(int(v) for v in t.split("x")) for t in a.tiles.split(",")]
     n = torch.cuda.device_count()
-    ints = [[int(v) for v in arg.split(",")] for arg in (a.comm, a.blocks)]
-    mp.spawn(_rank, args=(n, a.shape, ints[0], tiles, ints[1], a.gemm_only), nprocs=n)
+    ints = [[int(v) for v in arg.split(",")] for arg in (a.comm, a.blocks, a.warps)]
+    mp.spawn(_rank, args=(n, a.shape, ints[0], tiles, ints[1], ints[2], a.gemm_only), nprocs=n)

@@ -33,13 +33,14 @@ from .symm import _POLLS, MAX_CTAS, side_stream, signal_peers, wait_peers, works
 
 COMM_CTAS = int(os.environ.get("PKROOF_INTER_SM_CTAS", 16))  # SMs that communicate; the GEMM gets the others
 PIECES = int(os.environ.get("PKROOF_INTER_SM_PIECES", 4))  # units per band: the last bands spread over more CTAs
-TILE = tuple(int(v) for v in os.environ.get("PKROOF_INTER_SM_TILE", "128,256,64,3,8").split(","))  # BM, BN, BK,
+TILE = tuple(int(v) for v in os.environ.get("PKROOF_INTER_SM_TILE", "128,256,64,4,8").split(","))  # BM, BN, BK,
 # pipeline stages, warps of the GEMM
 _INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 # elements per step of a communication CTA (8 warps, 16-byte accesses). Each step's loads must land before its
 # stores go, so a CTA's rate is about a step per memory latency: 4096 elements (8 KiB) gave ~5 GB/s per CTA on
 # 2xH200 (64 MiB over 8 CTAs in 1.7 ms, benchmarks/data/2026-11-30-fifth/call2-sweep.log)
-COMM_BLOCK = int(os.environ.get("PKROOF_INTER_SM_BLOCK", 16384))
+COMM_BLOCK = int(os.environ.get("PKROOF_INTER_SM_BLOCK", 32768))
+COMM_WARPS = int(os.environ.get("PKROOF_INTER_SM_WARPS", 16))  # a communication CTA has its SM to itself
 
 
 @triton.jit
@@ -199,7 +200,7 @@ def reduce(staging, out, inbox_table, flag_table, my_flags, epochs, calls, unit_
     _reduce_kernel[(min(comm_ctas, units, MAX_CTAS - 1),)](
         staging, out, inbox_table, flag_table, my_flags, epochs, calls, unit_seen, band_ready,
         rank, m, n, bm, rows, units, world * slot(m, n), slot(m, n), triton.cdiv(n, bn),
-        WORLD=world, PIECES=per_band, BLOCK=COMM_BLOCK, PHASE=phase, num_warps=8,
+        WORLD=world, PIECES=per_band, BLOCK=COMM_BLOCK, PHASE=phase, num_warps=COMM_WARPS,
     )  # fmt: skip
 
 
