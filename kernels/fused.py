@@ -12,32 +12,21 @@ before returning, so tensors it used there cannot be recycled early.
 - GEMM + reduce-scatter, intra-SM: the GEMM's epilogue stores each peer's partial product straight into the
   peer's inbox over NVLink (cuBLAS writing through the peer mapping), so the stores of one tile overlap the
   main loop of the next on the same SMs.
-- GEMM + all-reduce, inter-SM: the GEMM runs in row chunks on all SMs but AR_CTAS (cuBLAS told through torch's
-  SM carve-out); while chunk i+1 is multiplied, AR_CTAS CTAs of pkroof's push all-reduce reduce chunk i on a
-  second stream, on the SMs the GEMM leaves free. (Without the carve-out the GEMM took every SM and the
-  all-reduce's CTAs waited for or competed with it: 0.92x of matmul + NCCL at llama3-8b-tp2 on 2xH200.)
+- GEMM + all-reduce, inter-SM: kernels/inter_sm.py (a persistent Triton GEMM beside dedicated communication
+  CTAs; cuBLAS cannot be kept off SMs: it did not keep to torch's SM carve-out, benchmarks/carveout_check.py).
 - GEMM + all-reduce, ce-overlap: GEMM + reduce-scatter as above, then pkroof's push all-gather of the reduced
   rows (the two-shot all-reduce, with its first half hidden under the GEMM).
 """
 
 from __future__ import annotations
 
-import itertools
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import torch
 
-from .collectives import ALL_GATHER, ALL_REDUCE, CTAS_STORE, exchange
+from .collectives import ALL_GATHER, CTAS_STORE, exchange
 from .declare import declare
 from .symm import side_stream, workspace
 
 AGG_READY, AGG_FREE, GRS_READY, GRS_FREE = 0, 1, 2, 3
-# GEMM + all-reduce inter-SM: row chunks of the GEMM, and the CTAs its all-reduce runs on (tunable; 64 measured
-# on 2xH200, benchmarks/2026-11-30-kernels-h200x2.md)
-AR_CHUNKS = int(os.environ.get("PKROOF_INTER_SM_CHUNKS", 4))
-AR_CTAS = int(os.environ.get("PKROOF_INTER_SM_CTAS", 64))
 
 
 @declare(mechanism="copy-engine", schedule="ce-overlap", comm_sms=0)
@@ -119,38 +108,6 @@ def gemm_reduce_scatter_ce(a, b):
 def gemm_reduce_scatter_epilogue(a, b):
     """As gemm_reduce_scatter_ce, but the GEMM writes peers' rows straight into their inboxes."""
     return _gemm_reduce_scatter(a, b, epilogue_push=True)
-
-
-@contextmanager
-def sm_carveout(sms: int) -> Iterator[None]:
-    """GEMMs launched inside leave `sms` SMs free (cuBLAS's SM count target, set through torch's experimental
-    carve-out; checked on H200 by benchmarks/carveout_check.py). The previous setting is restored on exit."""
-    before = torch._C._get_sm_carveout_experimental()
-    torch._C._set_sm_carveout_experimental(sms)
-    try:
-        yield
-    finally:
-        torch._C._set_sm_carveout_experimental(before)
-
-
-@declare(mechanism="sm-store", schedule="inter-sm", comm_sms=AR_CTAS)
-def gemm_all_reduce_carveout(a, b):
-    """C [m, n] = sum_p A_p · B_p on every rank; A [m, k_local], B [k_local, n]."""
-    m, n = a.shape[0], b.shape[1]
-    partial = torch.empty(m, n, dtype=a.dtype, device=a.device)
-    out = torch.empty(m, n, dtype=a.dtype, device=a.device)
-    main, side = torch.cuda.current_stream(), side_stream()
-    bounds = [m * i // AR_CHUNKS for i in range(AR_CHUNKS + 1)]
-    for lo, hi in itertools.pairwise(bounds):
-        if hi == lo:
-            continue
-        with sm_carveout(AR_CTAS):
-            torch.matmul(a[lo:hi], b, out=partial[lo:hi])
-        side.wait_stream(main)
-        with torch.cuda.stream(side):
-            exchange(ALL_REDUCE, partial[lo:hi].view(-1), push=True, ctas=AR_CTAS, out=out[lo:hi].view(-1))
-    main.wait_stream(side)
-    return out
 
 
 @declare(mechanism="copy-engine", schedule="ce-overlap", comm_sms=0)

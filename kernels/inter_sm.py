@@ -31,16 +31,17 @@ from .collectives import _buffer
 from .declare import declare
 from .symm import _POLLS, MAX_CTAS, side_stream, signal_peers, wait_peers, workspace
 
+# Settings, all tunable. Swept on 2xH200 (benchmarks/2026-11-30-inter-sm-h200x2.md): 16 communication CTAs of
+# 32 warps, 32768-element steps gave the best speed-up over matmul + NCCL summed over llama3-8b-tp2 and
+# llama3-70b-tp8. A CTA's step waits for its loads before its stores go, so its rate is about a step per memory
+# latency: 4096-element steps at 8 warps moved ~5 GB/s per CTA (64 MiB over 8 CTAs in 1.7 ms).
 COMM_CTAS = int(os.environ.get("PKROOF_INTER_SM_CTAS", 16))  # SMs that communicate; the GEMM gets the others
+COMM_BLOCK = int(os.environ.get("PKROOF_INTER_SM_BLOCK", 32768))  # elements per step, 16-byte accesses
+COMM_WARPS = int(os.environ.get("PKROOF_INTER_SM_WARPS", 32))  # a communication CTA has its SM to itself
 PIECES = int(os.environ.get("PKROOF_INTER_SM_PIECES", 4))  # units per band: the last bands spread over more CTAs
 TILE = tuple(int(v) for v in os.environ.get("PKROOF_INTER_SM_TILE", "128,256,64,4,8").split(","))  # BM, BN, BK,
 # pipeline stages, warps of the GEMM
 _INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
-# elements per step of a communication CTA (8 warps, 16-byte accesses). Each step's loads must land before its
-# stores go, so a CTA's rate is about a step per memory latency: 4096 elements (8 KiB) gave ~5 GB/s per CTA on
-# 2xH200 (64 MiB over 8 CTAs in 1.7 ms, benchmarks/data/2026-11-30-fifth/call2-sweep.log)
-COMM_BLOCK = int(os.environ.get("PKROOF_INTER_SM_BLOCK", 32768))
-COMM_WARPS = int(os.environ.get("PKROOF_INTER_SM_WARPS", 16))  # a communication CTA has its SM to itself
 
 
 @triton.jit

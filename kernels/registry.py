@@ -4,7 +4,7 @@ Each entry names its function as "module:function" and is imported only when it 
 registry needs neither triton nor a GPU. Two families:
 - ecosystem: the fast paths PyTorch ships (kernels/ecosystem.py), the bar pkroof's kernels must clear;
 - pkroof: pkroof's own kernels, one per (mechanism, schedule) they declare (kernels/collectives.py,
-  copy_engine.py, fused.py). Variants that measured slower than a sibling of the same collective on the
+  copy_engine.py, fused.py, inter_sm.py). Variants that measured slower than a sibling of the same collective on the
   2xH200 node (benchmarks/2026-11-30-kernels-h200x2.md) run only when named with --impl.
 """
 
@@ -90,7 +90,6 @@ BUILTIN_IMPLS: dict[str, BuiltinImpl] = {
             "pkroof-ag-gemm-ce": ("all_gather_gemm_ce", {"all-gather-gemm"}),
             "pkroof-gemm-rs-ce": ("gemm_reduce_scatter_ce", {"gemm-reduce-scatter"}),
             "pkroof-gemm-rs-epilogue": ("gemm_reduce_scatter_epilogue", {"gemm-reduce-scatter"}),
-            "pkroof-gemm-ar-carveout": ("gemm_all_reduce_carveout", {"gemm-all-reduce"}, False),
             "pkroof-gemm-ar-ce": ("gemm_all_reduce_ce", {"gemm-all-reduce"}),
         },
     ),
