@@ -28,6 +28,7 @@
 #                                                  all-to-all at 256 KiB twice
 #   bash benchmarks/device_run_kernels.sh intersm4 the inter-SM GPU tests with the final settings, then the profiler
 #                                                  on gemm-all-reduce at small, llama3-8b-tp2 and llama3-70b-tp8
+#   bash benchmarks/device_run_kernels.sh small    all-gather and all-to-all at 256 KiB with 2 ms graph samples
 #   bash benchmarks/device_run_kernels.sh time     the issue-5 evidence: collectives at 64 MiB and 256 KiB beside
 #                                                  NCCL and torch symm_mem, GEMM + all-reduce, emulated-rank tests
 # Every step is bounded (timeout) so a hang in one still leaves the others' logs under $OUT.
@@ -160,6 +161,8 @@ elif [ "$1" = intersm4 ]; then  # 2026-11-30, fifth session: the shipped setting
     timeout 80 python3 -m pkroof profile gemm-all-reduce --shape $shape --timeout 60 --resume --out "$OUT/fused-ar" \
       2>&1 | grep -v -e Warning -e 'return func' | tee -a "$OUT/fused-ar.log"
   done
+elif [ "$1" = small ]; then  # 2026-11-30, fifth session: the last minutes of device time
+  step coll256k 110 all-gather all-to-all --size 256KiB
 elif [ "$1" = verify ]; then  # 2026-11-30, fourth session: what changed since the last GPU run, then the ceilings
   sweep() { timeout "$1" python3 benchmarks/kernels_sweep.py "${@:2}" 2>&1 | grep -v Warning | tee -a "$OUT/sweeps.log"; }
   timeout 240 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py tests/test_profiler_gpu.py \

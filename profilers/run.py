@@ -27,12 +27,13 @@ from .problems import Problem, load
 TRIALS = 3  # correctness trials, each on fresh random inputs
 INPUT_SETS = 3  # timed calls rotate over this many input sets (cold L2 between reuses)
 ITERS = 20
-# A graph sample is at least SAMPLE_S of back-to-back calls (at most MAX_CALLS, a multiple of INPUT_SETS), as
-# nccl-tests times 20 back-to-back iterations. Each sample starts from an idle device and pays a fixed start-up
-# (the graph's first kernel and event, not the collective): at 3 calls per sample it was 5-16 µs per call at
-# 256 KiB on 2xH200 (pkroof all-gather 10.8 µs per call at 3 calls, 5.55 at 20; NCCL 14.4 and 11.3;
-# benchmarks/2026-11-30-timing-h200x2.md).
-SAMPLE_S = 1e-3
+# A graph sample is at least SAMPLE_S of back-to-back calls by the eager time (at most MAX_CALLS, a multiple of
+# INPUT_SETS), as nccl-tests times 20 back-to-back iterations. Each sample starts from an idle device and pays a
+# fixed start-up (the graph's first kernel and event, not the collective): at 3 calls per sample it was 5-16 µs
+# per call at 256 KiB on 2xH200 (pkroof all-gather 10.8 µs per call at 3 calls, 5.55 at 20; NCCL 14.4 and 11.3),
+# and still ~3 µs at 9 calls (benchmarks/2026-11-30-timing-h200x2.md). The eager time includes the host's
+# launch costs (~100 µs for a pkroof kernel), so 2 ms gives those ~20 calls.
+SAMPLE_S = 2e-3
 MAX_CALLS = 60
 # torch.testing-style tolerances by dtype: low-precision sums differ with their order, not only by rounding
 TOLERANCES = {"bfloat16": (1.6e-2, 1e-2), "float16": (1e-3, 1e-3), "float32": (1.3e-5, 1e-5)}
