@@ -27,7 +27,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .collectives import _buffer
+from .collectives import _buffer, _tma_scratch
 from .declare import declare
 from .symm import _POLLS, MAX_CTAS, side_stream, signal_peers, wait_peers, workspace
 
@@ -168,10 +168,6 @@ def slot(m: int, n: int) -> int:
     """Elements between source ranks' slots in an inbox: C rounded up to 64 elements, so every slot starts
     16-byte aligned and Triton knows it (the launcher marks sizes divisible by 16)."""
     return -(-(m * n) // 64) * 64
-
-
-def _tma_scratch(size: int, alignment: int, stream: int | None) -> torch.Tensor:
-    return torch.empty(size, dtype=torch.int8, device="cuda")
 
 
 def gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, band_ready: torch.Tensor, n_ctas: int,
