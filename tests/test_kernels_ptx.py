@@ -114,7 +114,8 @@ def test_inter_sm_gemm_uses_tensor_cores_and_tma_and_fits_shared_memory():
     ptx = compiled.asm["ptx"]
     assert "wgmma.mma_async" in ptx  # Hopper's tensor-core instruction
     assert "cp.async.bulk.tensor" in ptx  # A and B tiles by TMA
-    assert "atom.global.gpu.release.add" in ptx  # the band counter: after the tile's stores, at GPU scope
+    # the band counter: after the tile's stores, at GPU scope (an atom, or a red where the result is unused: Triton 3.9)
+    assert re.search(r"(?:atom|red)\.global\.gpu\.release\.add", ptx)
     assert compiled.metadata.shared <= 232448  # an H200 CTA may use 227 KiB of shared memory
     assert "multimem" not in ptx
 
