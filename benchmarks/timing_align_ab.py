@@ -10,6 +10,7 @@ over 3 inputs, 20 samples, the slowest rank per sample), three ways, interleaved
   20 calls as aligned, 20 calls per sample: whatever skew is left is spread over 20 calls
 
 If `before` is slower than `aligned` and `aligned` matches `20 calls`, the skew was in the numbers.
+NCCL is called as nccl-tests calls it (all-reduce in place), not through the suite's reference (which clones first).
 Usage: python3 benchmarks/timing_align_ab.py [SIZE ...] [--repeats N]   (default 256KiB 1MiB, 3 repeats)
 """
 
