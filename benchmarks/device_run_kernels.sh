@@ -28,6 +28,11 @@
 #                                                  all-to-all at 256 KiB twice
 #   bash benchmarks/device_run_kernels.sh intersm4 the inter-SM GPU tests with the final settings, then the profiler
 #                                                  on gemm-all-reduce at small, llama3-8b-tp2 and llama3-70b-tp8
+#   bash benchmarks/device_run_kernels.sh pilot    the suite at default shapes with graph samples sized by a pilot,
+#                                                  then the profiler's GPU test
+#   bash benchmarks/device_run_kernels.sh pilot2   the collectives at 256 KiB with the pilot; inter-SM GEMM + all-reduce
+#                                                  at llama3-70b-tp8 with 8 communication SMs
+#   bash benchmarks/device_run_kernels.sh cap21    the collectives at 256 KiB and 1 MiB with at most 21 calls per sample
 #   bash benchmarks/device_run_kernels.sh small    all-gather and all-to-all at 256 KiB with 2 ms graph samples
 #   bash benchmarks/device_run_kernels.sh time     the issue-5 evidence: collectives at 64 MiB and 256 KiB beside
 #                                                  NCCL and torch symm_mem, GEMM + all-reduce, emulated-rank tests
@@ -161,6 +166,22 @@ elif [ "$1" = intersm4 ]; then  # 2026-11-30, fifth session: the shipped setting
     timeout 80 python3 -m pkroof profile gemm-all-reduce --shape $shape --timeout 60 --resume --out "$OUT/fused-ar" \
       2>&1 | grep -v -e Warning -e 'return func' | tee -a "$OUT/fused-ar.log"
   done
+elif [ "$1" = pilot ]; then  # 2026-11-30, sixth session: the suite with graph samples sized by a graph pilot
+  problems=$(python3 -m pkroof problems | tail -n +3 | awk '{print $1}')
+  timeout 440 python3 -m pkroof profile $problems --timeout 120 --resume --out "$OUT/suite" 2>&1 \
+    | grep -v -e Warning -e 'return func' | tee "$OUT/suite.log"
+  timeout 100 python3 -m pytest -q -p no:cacheprovider tests/test_profiler_gpu.py 2>&1 | tee "$OUT/gpu-tests.log" \
+    | tail -4
+elif [ "$1" = pilot2 ]; then  # 2026-11-30, sixth session: 256 KiB with the pilot; inter-SM at 70b with 8 comm SMs
+  step coll256k 270 $C --size 256KiB
+  echo "== PKROOF_INTER_SM_CTAS=8 pkroof profile gemm-all-reduce --shape llama3-70b-tp8" | tee "$OUT/ar70-k8.log"
+  PKROOF_INTER_SM_CTAS=8 timeout 150 python3 -m pkroof profile gemm-all-reduce --shape llama3-70b-tp8 \
+    --impl pkroof-gemm-ar-inter-sm --timeout 90 --out "$OUT/ar70-k8" 2>&1 | grep -v -e Warning -e 'return func' \
+    | tee -a "$OUT/ar70-k8.log"
+elif [ "$1" = cap21 ]; then  # the collectives at 256 KiB and at the suite's 1 MiB with at most 21 calls per sample
+  # (nccl-tests: 20 iterations). Sixth session: run as two device calls, one line each (calls 4 and 5)
+  step coll256k 200 $C --size 256KiB
+  step coll1m 200 $C
 elif [ "$1" = small ]; then  # 2026-11-30, fifth session: the last minutes of device time
   step coll256k 110 all-gather all-to-all --size 256KiB
 elif [ "$1" = verify ]; then  # 2026-11-30, fourth session: what changed since the last GPU run, then the ceilings

@@ -27,14 +27,21 @@ from .problems import Problem, load
 TRIALS = 3  # correctness trials, each on fresh random inputs
 INPUT_SETS = 3  # timed calls rotate over this many input sets (cold L2 between reuses)
 ITERS = 20
-# A graph sample is at least SAMPLE_S of back-to-back calls by the eager time (at most MAX_CALLS, a multiple of
-# INPUT_SETS), as nccl-tests times 20 back-to-back iterations. Each sample starts from an idle device and pays a
-# fixed start-up (the graph's first kernel and event, not the collective): at 3 calls per sample it was 5-16 µs
-# per call at 256 KiB on 2xH200 (pkroof all-gather 10.8 µs per call at 3 calls, 5.55 at 20; NCCL 14.4 and 11.3),
-# and still ~3 µs at 9 calls (benchmarks/2026-11-30-timing-h200x2.md). The eager time includes the host's
-# launch costs (~100 µs for a pkroof kernel), so 2 ms gives those ~20 calls.
+# A graph sample is at least SAMPLE_S of back-to-back calls (at most MAX_CALLS, a multiple of INPUT_SETS), as
+# nccl-tests times 20 back-to-back iterations. Each sample starts from an idle device and pays a fixed start-up
+# (the graph's first kernel and event, not the collective): at 3 calls per sample it was 5-16 µs per call at
+# 256 KiB on 2xH200 (pkroof all-gather 10.8 µs per call at 3 calls, 5.55 at 20; NCCL 14.4 and 11.3), and still
+# ~3 µs at 9 calls (benchmarks/2026-11-30-timing-h200x2.md). The calls are counted by a short pilot of graph
+# samples of INPUT_SETS calls (their time per call holds a third of the start-up, so it overestimates): sizing by
+# the eager time, launch costs included, gave host-heavy kernels (the copy engine's: 250-520 µs of host work per
+# call at 1 MiB) 6-9 calls per sample and so 2-3 µs of start-up per call, varying with their host's speed.
+# At most 21 calls, as nccl-tests' 20 iterations: NCCL's time per call grows with the calls in one graph at small
+# sizes (256 KiB reduce-scatter 10.8 µs per call at 21 calls, 18.0 at 60; all-gather 10.7 and 15.2; all-to-all
+# 12.0 and 16.7; all-reduce 10.1 and 9.75), pkroof's kernels' moves by -18..+7%; 21 leaves pkroof's ~16 µs
+# start-up at under 1 µs per call (benchmarks/2026-11-30-sampling-h200x2.md).
+PILOT_ITERS = 5
 SAMPLE_S = 2e-3
-MAX_CALLS = 60
+MAX_CALLS = 21
 # torch.testing-style tolerances by dtype: low-precision sums differ with their order, not only by rounding
 TOLERANCES = {"bfloat16": (1.6e-2, 1e-2), "float16": (1e-3, 1e-3), "float32": (1.3e-5, 1e-5)}
 
@@ -166,7 +173,7 @@ def _time_cpu(fn: Callable[[int], Any]) -> dict[str, Any]:
 
 
 def calls_per_sample(call_s: float) -> int:
-    """Calls per graph sample for calls of about `call_s` (the eager time, launch included, so an overestimate):
+    """Calls per graph sample for calls of about `call_s` (the pilot's time per call, so an overestimate):
     enough for SAMPLE_S, at least INPUT_SETS and at most MAX_CALLS, a multiple of INPUT_SETS."""
     want = max(INPUT_SETS, min(MAX_CALLS, math.ceil(SAMPLE_S / max(call_s, 1e-9))))
     return -(-want // INPUT_SETS) * INPUT_SETS
@@ -188,12 +195,17 @@ def _time_gpu(fn: Callable[[int], Any], device: Any) -> dict[str, Any]:
     )
     out = {"mode": "eager", "samples_s": list(eager.samples_s), "eager_median_s": eager.median_s}
     out["calls_per_sample"] = INPUT_SETS
-    calls = calls_per_sample(eager.median_s)
     try:
+        pilot = time_device(
+            fn, iters=PILOT_ITERS, warmup=1, calls_per_sample=INPUT_SETS, graph=True, barrier=barrier,
+            group=dist.group.WORLD,
+        )  # fmt: skip
+        calls = calls_per_sample(pilot.median_s)  # the slowest rank's samples, so every rank counts the same
         graph = time_device(
             fn, iters=ITERS, calls_per_sample=calls, graph=True, barrier=barrier, group=dist.group.WORLD
         )
         out |= {"mode": "graph", "samples_s": list(graph.samples_s), "calls_per_sample": calls}
+        out["pilot_median_s"] = pilot.median_s
     except Exception as e:  # not every implementation can be captured (host syncs, CPU-side splits): eager then
         out["graph_error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         torch.cuda.synchronize()

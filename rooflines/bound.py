@@ -126,7 +126,7 @@ def _cost(
             bw_s += _local_reduce_bytes(op.kind, alg, size, g) / chunks / system.hbm_bandwidth_Bps
         # over symmetric memory the receiver learns that data has landed through a flag: one more dependent
         # step, and the hand-off around it costs what the node's kernels measured (handoff_s, from `pkroof
-        # topology calibrate`; h200x2: 3.5-3.7 µs for SM stores or loads, 15.6 µs for the copy engine's stream
+        # topology calibrate`; h200x2: 2.2-2.8 µs for SM loads or stores, 13.0 µs for the copy engine's stream
         # hops). NCCL's measured α already holds its own synchronisation.
         if m.mechanism is Mechanism.NCCL:
             latency_s = model.latency_for(tiers.scaleup.num_steps) + net_lat_s
@@ -265,12 +265,11 @@ def _serial(w: Workload, system: System, m: TransferModel, comm_sms: int | None 
 
 
 def _chunks(w: Workload, system: System, *, tiles: bool) -> int:
-    """Pipeline depth: shards (one per rank) for inter-SM and copy engine; waves of tiles for intra-SM."""
-    depth = max(op.group_size for op in w.comm)
+    """Pipeline depth: shards (one per rank) for inter-SM and copy engine; waves of tiles for intra-SM (tiles
+    finish a wave at a time and each wave's epilogue sends while the next computes: one wave, no overlap)."""
     if tiles:
-        waves = max(op.num_tiles for op in w.compute) // system.sm_count
-        depth = max(depth, waves)
-    return depth
+        return max(1, -(-max(op.num_tiles for op in w.compute) // system.sm_count))
+    return max(op.group_size for op in w.comm)
 
 
 def _overlapped(
@@ -315,12 +314,14 @@ def _overlapped(
     return best
 
 
-def _schedules(w: Workload, m: TransferModel) -> list[Schedule]:
+def _schedules(w: Workload, m: TransferModel, *, declared: bool = False) -> list[Schedule]:
+    """The schedules worth predicting for `w` with `m`; `declared`: an implementation runs this pair, so predict
+    intra-SM even for a single tile (it is then serial: the one wave's epilogue sends after the compute)."""
     out = [Schedule.SERIAL]
     if not w.overlappable:
         return out
     if m.mechanism in DEVICE_INITIATED:
-        tiled = all(op.num_tiles > 1 for op in w.compute)
+        tiled = declared or all(op.num_tiles > 1 for op in w.compute)
         out += [Schedule.INTRA_SM, Schedule.INTER_SM] if tiled else [Schedule.INTER_SM]
     elif m.mechanism is Mechanism.NCCL:
         out.append(Schedule.INTER_SM)  # NCCL on a side stream, its channels taking SMs from the compute
@@ -335,7 +336,7 @@ def predict(
     """The prediction for one (mechanism, schedule) pair as an implementation declares it; None where the
     system lacks the mechanism or the schedule does not apply. comm_sms None: the best count, as in bound()."""
     m = next((m for m in system.available if m.mechanism is mechanism), None)
-    if m is None or schedule not in _schedules(w, m):
+    if m is None or schedule not in _schedules(w, m, declared=True):
         return None
     return (
         _serial(w, system, m, comm_sms)

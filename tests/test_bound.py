@@ -162,6 +162,28 @@ def test_a_declared_pair_is_predicted_at_its_own_sm_count():
     assert predict(collective, system, Mechanism.TMA, Schedule.INTER_SM) is None
 
 
+def test_intra_sm_overlaps_by_waves_of_tiles():
+    # tiles finish a wave at a time on the SMs and each wave's epilogue sends while the next computes, so only
+    # one wave's share of the shorter side is exposed: fill = min(compute, comm) / ceil(tiles / SMs).
+    # 3200 x 2560 in 128 x 256 tiles = 25 x 10 = 250 tiles on 100 SMs: 3 waves (the last one half full)
+    system = make_system(n=2)
+    p = _gemm_rs(8192, system, m=3200, n=2560).prediction(Mechanism.SM_STORE, Schedule.INTRA_SM)
+    assert p.fill_s == pytest.approx(min(p.compute_s, p.comm_s) / 3)
+    assert p.t_s == pytest.approx(max(p.compute_s, p.comm_s) + p.latency_s + p.fill_s)  # HBM is far below both
+
+
+def test_a_single_tile_is_predicted_intra_sm_only_when_a_kernel_declares_it():
+    # one 128 x 256 tile: one wave, so the epilogue sends after the whole compute: the serial sum of the two
+    # (plus the latency), on the SMs the pair leaves the GEMM. The bound does not offer intra-SM for it (no
+    # overlap to gain), but a kernel that runs that pair at this shape gets its prediction
+    system = make_system(n=2)
+    b = _gemm_rs(128, system, m=128, n=256)
+    assert b.prediction(Mechanism.SM_STORE, Schedule.INTRA_SM) is None
+    p = predict(b.workload, system, Mechanism.SM_STORE, Schedule.INTRA_SM)
+    assert p is not None and p.fill_s == pytest.approx(min(p.compute_s, p.comm_s))
+    assert p.t_s == pytest.approx(p.compute_s + p.comm_s + p.latency_s)
+
+
 def test_every_schedule_appears_for_a_fused_gemm(system):
     b = _gemm_rs(4096, system)
     pairs = {(p.mechanism, p.schedule) for p in b.predictions}

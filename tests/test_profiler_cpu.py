@@ -186,8 +186,8 @@ def test_finish_derives_fraction_speedup_and_model_error():
 def test_graph_samples_hold_enough_back_to_back_calls():
     from pkroof.profilers.run import INPUT_SETS, MAX_CALLS, SAMPLE_S, calls_per_sample
 
-    assert (SAMPLE_S, INPUT_SETS, MAX_CALLS) == (2e-3, 3, 60)  # the numbers the cases below are derived from
-    assert calls_per_sample(100e-6) == 21  # 2 ms / 100 µs = 20 calls, rounded up to a multiple of 3 input sets
+    assert (SAMPLE_S, INPUT_SETS, MAX_CALLS) == (2e-3, 3, 21)  # the numbers the cases below are derived from
+    assert calls_per_sample(150e-6) == 15  # ceil(2 ms / 150 µs) = 14, rounded up to a multiple of 3 input sets
     assert calls_per_sample(300e-6) == 9  # ceil(2 ms / 300 µs) = 7 -> 9
     assert calls_per_sample(5e-3) == 3  # longer than a sample: still every input set once
-    assert calls_per_sample(25e-6) == 60  # 80 calls capped at 60 (a multiple of 3)
+    assert calls_per_sample(25e-6) == 21  # 80 calls capped at 21 (a multiple of 3, as nccl-tests' 20 iterations)

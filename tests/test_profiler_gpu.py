@@ -8,6 +8,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.multigpu]
 
 def test_references_and_torch_fast_paths_on_gpus(tmp_path):
     from pkroof.profilers.profile import profile
+    from pkroof.profilers.run import calls_per_sample
 
     lines = []
     written = profile(
@@ -30,6 +31,10 @@ def test_references_and_torch_fast_paths_on_gpus(tmp_path):
         assert r["environment"]["backend"] == "nccl" and r["environment"]["driver"]
         assert r["median_s"] >= r["t_roof_s"] * 0.95, (problem, impl)  # no correct run beats the roof (5% noise)
         assert 0 < r["fraction_of_roofline"] <= 1.05
+        timing = r["timing"]
+        if timing["mode"] == "graph":  # every rank sized its graph samples by the same pilot
+            assert timing["calls_per_sample"] == calls_per_sample(timing["pilot_median_s"]), (problem, impl)
+            assert timing["pilot_median_s"] >= r["median_s"] * 0.9  # 3-call samples carry the start-up: slower
     reference = by[("all-reduce", "reference")]
     assert (reference["mechanism"], reference["schedule"]) == ("nccl", "serial")
     assert "prediction_error" in reference

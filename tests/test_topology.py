@@ -158,10 +158,11 @@ def test_an_unmeasured_device_initiated_hand_off_takes_the_smallest_measured_one
 
     topo = resolve("h200x2")
     spec = topo.mechanisms
-    # measured on h200x2: sm-store 3.47 µs and sm-load 3.59 µs (pkroof topology calibrate); tma has none of its own
-    assert spec["tma"].handoff_s == 0 and spec["sm-store"].handoff_s < spec["sm-load"].handoff_s
+    # measured on h200x2 for sm-store and sm-load (pkroof topology calibrate); tma has none of its own
+    assert spec["tma"].handoff_s == 0 and spec["sm-store"].handoff_s > 0 and spec["sm-load"].handoff_s > 0
     models = topo.system(2).mechanisms
-    assert models[Mechanism.TMA].handoff_s == spec["sm-store"].handoff_s  # the smaller of the two
+    smaller = min(spec["sm-store"].handoff_s, spec["sm-load"].handoff_s)
+    assert models[Mechanism.TMA].handoff_s == smaller
     assert models[Mechanism.SM_LOAD].handoff_s == spec["sm-load"].handoff_s  # a measured one stays its own
     assert models[Mechanism.NCCL].handoff_s == 0  # NCCL is not device-initiated over symmetric memory
     assert models[Mechanism.COPY_ENGINE].handoff_s == spec["copy-engine"].handoff_s
