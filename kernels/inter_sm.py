@@ -1,10 +1,11 @@
-"""GEMM + all-reduce, inter-SM: a persistent Triton GEMM on all SMs but COMM_CTAS, and COMM_CTAS communication
-CTAs that all-reduce its output while it runs. C [m, n] = sum_p A_p · B_p on every rank (A_p [m, k], B_p [k, n]).
+"""GEMM + all-reduce, inter-SM: a persistent Triton GEMM on all SMs but k, and k communication CTAs that
+all-reduce its output while it runs (k per shape: comm_ctas()). C [m, n] = sum_p A_p · B_p on every rank
+(A_p [m, K], B_p [K, n]).
 
 - The GEMM (one CTA per SM left, persistent) walks its BM × BN tiles in row-major order, so C is finished band
   by band (a band: BM rows, every column). Each tile goes into this rank's symmetric staging copy of C; then the
   CTA adds one to its band's counter (a CTA barrier, then a release add at GPU scope).
-- Communication CTA c owns units c, c + COMM_CTAS, ...; a unit is 1/PIECES of a band, whole rows, so contiguous
+- Communication CTA c owns units c, c + k, ...; a unit is 1/PIECES of a band, whole rows, so contiguous
   in C. For each unit: wait (acquire) until the band's counter has every tile of the band, push the unit's rows
   into every peer's inbox (slot: this rank), raise flag (c, rank) on every peer; then, after pushing its next
   unit, wait for the peers' flags (c, p) and sum the own rows and every peer's inbox rows in fp32 into the
@@ -28,14 +29,19 @@ import triton
 import triton.language as tl
 
 from .collectives import _buffer, _tma_scratch
-from .declare import declare
+from .declare import declare, report_comm_sms
 from .symm import _POLLS, MAX_CTAS, side_stream, signal_peers, wait_peers, workspace
 
-# Settings, all tunable. Swept on 2xH200 (benchmarks/2026-11-30-inter-sm-h200x2.md): 16 communication CTAs of
-# 32 warps, 32768-element steps gave the best speed-up over matmul + NCCL summed over llama3-8b-tp2 and
-# llama3-70b-tp8. A CTA's step waits for its loads before its stores go, so its rate is about a step per memory
-# latency: 4096-element steps at 8 warps moved ~5 GB/s per CTA (64 MiB over 8 CTAs in 1.7 ms).
-COMM_CTAS = int(os.environ.get("PKROOF_INTER_SM_CTAS", 16))  # SMs that communicate; the GEMM gets the others
+# Settings, all tunable. Swept on 2xH200 (benchmarks/2026-11-30-inter-sm-h200x2.md): communication CTAs of 32
+# warps and 32768-element steps gave the best speed-ups over matmul + NCCL at llama3-8b-tp2 and llama3-70b-tp8. A
+# CTA's step waits for its loads before its stores go, so its rate is about a step per memory latency:
+# 4096-element steps at 8 warps moved ~5 GB/s per CTA (64 MiB over 8 CTAs in 1.7 ms).
+# SMs that communicate (the GEMM gets the others): PKROOF_INTER_SM_CTAS if set, else comm_ctas() per shape
+COMM_CTAS: int | None = int(os.environ["PKROOF_INTER_SM_CTAS"]) if os.environ.get("PKROOF_INTER_SM_CTAS") else None
+# The sweeps' best: 16 at llama3-8b-tp2 (K = 7168 per rank), 8 at llama3-70b-tp8 (K = 14336), bf16. C has e·m·n
+# bytes for 2·m·n·K FLOPs, so communication per unit of compute is e / (2K): the CTAs that keep pace go as e / K.
+COMM_K_BF16 = 16 * 7168  # = 8 * 14336
+COMM_CTAS_RANGE = (4, 32)  # what the sweeps covered
 COMM_BLOCK = int(os.environ.get("PKROOF_INTER_SM_BLOCK", 32768))  # elements per step, 16-byte accesses
 COMM_WARPS = int(os.environ.get("PKROOF_INTER_SM_WARPS", 32))  # a communication CTA has its SM to itself
 PIECES = int(os.environ.get("PKROOF_INTER_SM_PIECES", 4))  # units per band: the last bands spread over more CTAs
@@ -157,6 +163,15 @@ def _reduce_kernel(staging, out, inbox_table, flag_table, my_flags, epochs, call
         tl.store(calls + cta, tl.load(calls + cta) + 1)
 
 
+def comm_ctas(k: int, element_size: int) -> int:
+    """Communication CTAs for a GEMM with inner size k (per rank): COMM_CTAS if set, else COMM_K_BF16 / k scaled
+    by the element size (relative to bf16's 2 bytes), rounded up, within COMM_CTAS_RANGE."""
+    if COMM_CTAS is not None:
+        return COMM_CTAS
+    lo, hi = COMM_CTAS_RANGE
+    return max(lo, min(hi, -(-COMM_K_BF16 * element_size // (2 * k))))
+
+
 def plan(m: int, pieces: int, bm: int) -> tuple[int, int, int]:
     """(rows per unit, units, units per band): `pieces` units of whole rows per band of `bm` rows (fewer if a
     band has fewer rows than that)."""
@@ -201,14 +216,15 @@ def reduce(staging, out, inbox_table, flag_table, my_flags, epochs, calls, unit_
     )  # fmt: skip
 
 
-@declare(mechanism="sm-store", schedule="inter-sm", comm_sms=COMM_CTAS)
+@declare(mechanism="sm-store", schedule="inter-sm", comm_sms=COMM_CTAS)  # None: per shape, reported per call
 def gemm_all_reduce_inter_sm(a, b):
     """C [m, n] = sum_p A_p · B_p on every rank; A [m, k_local], B [k_local, n]."""
     ws = workspace()
     a, b = a.contiguous(), b.contiguous()
     m, n = a.shape[0], b.shape[1]
     sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-    comm = max(1, min(COMM_CTAS, sms - 1))
+    comm = max(1, min(comm_ctas(a.shape[1], a.element_size()), sms - 1))
+    report_comm_sms(gemm_all_reduce_inter_sm, comm)
     staging, _ = ws.buffer("gemm-ar-staging", m * n, a.dtype)
     _, inbox_table = ws.buffer("gemm-ar-inbox", 2 * ws.world * slot(m, n), a.dtype)
     key = ("gemm-ar", m, n, a.dtype)

@@ -141,8 +141,9 @@ def profile(
             if impl == "reference":  # the report's page data, so a report of these results needs no torch
                 result["analysis"] = analysis(problem, params, world, topo.system(world), workload=workload)
             pair = declared_pair(problem, impl)
+            used = result.pop("comm_sms_used", None)  # what the implementation took at this shape, if it says
             if pair:
-                comm_sms = pair.get("comm_sms")
+                comm_sms = pair.get("comm_sms") if used is None else used
                 predicted = predict(
                     workload, topo.system(world), Mechanism(pair["mechanism"]), Schedule(pair["schedule"]), comm_sms
                 )

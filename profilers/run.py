@@ -21,6 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pkroof.kernels.declare import reported_comm_sms
+
 from .launch import RankFailedError, RankTimeoutError, run_ranks
 from .problems import Problem, load
 
@@ -232,6 +234,9 @@ def _job(rank: int, world: int, job: Job) -> dict[str, Any]:
         return impl(*sets[i % INPUT_SETS])
 
     result["timing"] = _time_gpu(call, device) if job.backend == "nccl" else _time_cpu(call)
+    used = reported_comm_sms(impl)
+    if used is not None:  # the implementation chose its communication SMs for this shape
+        result["comm_sms_used"] = used
     return result
 
 

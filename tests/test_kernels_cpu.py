@@ -43,6 +43,22 @@ def test_pkroof_implementations_declare_valid_pairs():
         assert Schedule(pair["schedule"]) in Schedule
 
 
+def test_inter_sm_communication_ctas_follow_the_inner_size(monkeypatch):
+    pytest.importorskip("triton")
+    from pkroof.kernels import inter_sm
+
+    monkeypatch.setattr(inter_sm, "COMM_CTAS", None)
+    # C holds e·m·n bytes for 2·m·n·K FLOPs: communication per unit of compute is e/(2K). The 2xH200 sweeps' best
+    # were 16 CTAs at K = 7168 and 8 at K = 14336 (bf16, e = 2): 16·7168 = 8·14336 = 114688 CTA·K
+    assert inter_sm.comm_ctas(7168, 2) == 16 and inter_sm.comm_ctas(14336, 2) == 8
+    assert inter_sm.comm_ctas(10000, 2) == 12  # 114688 / 10000 = 11.5, rounded up
+    assert inter_sm.comm_ctas(14336, 4) == 16  # fp32: twice the bytes per FLOP, twice the CTAs
+    assert inter_sm.comm_ctas(128, 2) == 32  # 896 wanted: the sweeps covered 4..32
+    assert inter_sm.comm_ctas(10**6, 2) == 4
+    monkeypatch.setattr(inter_sm, "COMM_CTAS", 12)  # PKROOF_INTER_SM_CTAS, or a sweep, fixes it
+    assert inter_sm.comm_ctas(7168, 2) == 12
+
+
 @pytest.mark.parametrize(
     ("kind", "n", "world", "push", "span", "chunk", "slot", "half", "out"),
     [

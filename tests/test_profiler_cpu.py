@@ -167,6 +167,21 @@ def test_declared_pairs_get_the_models_prediction_beside_them(tmp_path):
     assert "prediction_error" not in mine  # CPU times are not GPU times: no error is claimed for them
 
 
+def test_an_implementation_that_reports_its_comm_sms_is_predicted_at_that_count(tmp_path):
+    from pkroof.profilers.profile import workload_of
+    from pkroof.rooflines import Mechanism, Schedule, predict
+    from pkroof.topology import resolve
+
+    written, _ = _run(tmp_path, ["declared_pair", "reports_comm_sms"])
+    declared_8, reported_12 = written[1], written[2]
+    assert declared_8["comm_sms"] == 8 and reported_12["comm_sms"] == 12  # the call's word beats the declaration
+    w = workload_of(load(PROBLEM), 2, reported_12["params"])
+    system = resolve("h200x2").system(2)
+    at = {k: predict(w, system, Mechanism.SM_STORE, Schedule.INTER_SM, k).t_s for k in (8, 12)}
+    assert at[8] != at[12]  # the count matters at this shape, so the check below can tell them apart
+    assert declared_8["predicted_s"] == pytest.approx(at[8]) and reported_12["predicted_s"] == pytest.approx(at[12])
+
+
 def test_finish_derives_fraction_speedup_and_model_error():
     from pkroof.profilers.run import finish
 

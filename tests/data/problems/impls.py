@@ -5,7 +5,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from pkroof.kernels.declare import declare
+from pkroof.kernels.declare import declare, report_comm_sms
 
 
 def correct(a, b):  # the same maths in another order: (a @ b) summed over ranks
@@ -35,4 +35,10 @@ def crashes(a, b):
 
 @declare(mechanism="sm-store", schedule="inter-sm", comm_sms=8)
 def declared_pair(a, b):  # the same maths as `correct`, saying which (mechanism, schedule) it would be on GPUs
+    return correct(a, b)
+
+
+@declare(mechanism="sm-store", schedule="inter-sm", comm_sms=8)
+def reports_comm_sms(a, b):  # as `declared_pair`, but says at each call that it took 12 SMs for this shape
+    report_comm_sms(reports_comm_sms, 12)
     return correct(a, b)
