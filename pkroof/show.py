@@ -189,6 +189,8 @@ def implementations_table(registry: dict) -> str:
             said = f"{pair['mechanism']} / {pair['schedule']}" if pair else "-"
             if pair and pair.get("comm_sms") is not None:
                 said += f" / {pair['comm_sms']} comm CTAs"
+            elif pair and pair["schedule"] == "inter-sm":  # it reports its count per call (report_comm_sms)
+                said += " / comm CTAs per shape"
         except ImportError as e:  # triton or torch missing here: the registry still lists it
             said = f"(cannot import: {e.name})"
         rows.append([name, ", ".join(sorted(impl.problems)), impl.family, "auto" if impl.auto else "--impl", said])
