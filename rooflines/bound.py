@@ -103,9 +103,11 @@ def _network_s(tiers: TieredTraffic, system: System) -> tuple[float, float]:
 
 
 def _cost(
-    op: CommOp, system: System, m: TransferModel, num_ctas: int | None, read_multiplier: int = 1
+    op: CommOp, system: System, m: TransferModel, num_ctas: int | None, read_multiplier: int = 1, *, staged: bool
 ) -> OpCost | None:
-    """Cheapest algorithm of mechanism `m` for `op` with `num_ctas` CTAs; None if `m` cannot do it."""
+    """Cheapest algorithm of mechanism `m` for `op` with `num_ctas` CTAs; None if `m` cannot do it. `staged`: the
+    caller also pays HBM for every byte sent and received (_staging_s), so the choice counts it too; otherwise a
+    faster link could switch to an algorithm cheaper on the link but dearer in staging, and the whole get slower."""
     best: OpCost | None = None
     size = op.size_bytes * read_multiplier
     for alg in _algorithms(m.mechanism, op.kind):
@@ -133,9 +135,13 @@ def _cost(
         else:
             latency_s = model.latency_for(tiers.scaleup.num_steps + 1) + net_lat_s + model.handoff_s
         cost = OpCost(alg, bw_s, latency_s, tiers.scaleup + tiers.scaleout)
-        if best is None or cost.total_s < best.total_s:
+        if best is None or _choice_s(cost, system, staged) < _choice_s(best, system, staged):
             best = cost
     return best
+
+
+def _choice_s(cost: OpCost, system: System, staged: bool) -> float:
+    return cost.total_s + (_staging_s([cost], system) if staged else 0.0)
 
 
 @dataclass(frozen=True)
@@ -242,7 +248,7 @@ def _serial(w: Workload, system: System, m: TransferModel, comm_sms: int | None 
         ctas, used = (comm_sms, comm_sms) if comm_sms else (system.sm_count, min(m.ctas_for(1.0), system.sm_count))
     else:
         ctas, used = None, 0
-    costs = [_cost(op, system, m, ctas) for op in w.comm]
+    costs = [_cost(op, system, m, ctas, staged=m.mechanism is not Mechanism.NCCL) for op in w.comm]
     if any(c is None for c in costs):
         return None
     comm_s = sum(c.bandwidth_s for c in costs)
@@ -296,7 +302,7 @@ def _overlapped(
         costs = []
         for op in w.comm:
             reads = op.consumer_reads if (schedule is Schedule.INTRA_SM and op.consumer) else 1
-            c = _cost(op, system, m, k if m.uses_sms else None, reads)
+            c = _cost(op, system, m, k if m.uses_sms else None, reads, staged=staged)
             if c is None:
                 return None
             costs.append(c)
