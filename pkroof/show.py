@@ -106,6 +106,9 @@ def topology_text(t: Topology) -> str:
             + ", ".join(handoffs)
             + " (a device-initiated mechanism without its own takes the smallest of these SM ones)"
         )
+    fused = [f"{name} {s} {fmt_s(v)}" for name, m in t.mechanisms.items() for s, v in sorted(m.overlap_s.items())]
+    if fused:
+        lines.append("  fixed cost of a fused kernel per call, beyond the model's terms: " + ", ".join(fused))
     lines += ["", "sources:"] + [f"  {k} ({v.basis}): {v.cite}" for k, v in t.sources.items()]
     return "\n".join(lines)
 

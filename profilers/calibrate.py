@@ -1,10 +1,17 @@
-"""Measure a topology's hand-off costs from profiled kernels: what a staged collective pays per call beyond the model.
+"""Measure a topology's fixed costs from profiled kernels: what a staged collective, and a fused kernel, pay per call
+beyond the model.
 
 The probe measures transfers (α, bandwidths, a flag's latency), not the hand-off a collective staged through
 symmetric memory needs around them: the stage's and the consume's dependent accesses, the release behind the
 data, bookkeeping, stream hops. Kernels that do all of that show it as a fixed excess over the model at small
 sizes. For each mechanism: the median of (measured − predicted without any hand-off) over the correct records
 of that mechanism's serial implementations at or below `max_bytes` (NCCL never: its α is measured whole).
+
+A fused kernel (GEMM + collective under an overlapped schedule) pays fixed costs of its own on top: its GEMM's
+launch, the compute → communication hand-off (a band counter, epilogue flags, the copy engine's stream events).
+Per (mechanism, overlapped schedule): the median of (measured − predicted with the hand-offs just found but no
+such cost) over its correct records at or below `max_bytes`, i.e. at shapes small enough that fixed costs are
+most of the time.
 """
 
 from __future__ import annotations
@@ -31,58 +38,77 @@ class Handoff:
     mechanism: str
     seconds: float
     excesses_s: tuple[float, ...]  # one per record used, measured − predicted without a hand-off
+    schedule: str = Schedule.SERIAL.value  # serial: a collective's hand-off; else a fused kernel's fixed cost
 
 
-def _without_handoffs(topology: Topology) -> Topology:
+def _without(topology: Topology, field: str, empty: Any) -> Topology:
     mechanisms = {
-        name: dataclasses.replace(
-            spec, handoff_s=0.0, sources={k: v for k, v in spec.sources.items() if k != "handoff_s"}
-        )
+        name: dataclasses.replace(spec, **{field: empty}, sources={k: v for k, v in spec.sources.items() if k != field})
         for name, spec in topology.mechanisms.items()
     }
     return dataclasses.replace(topology, mechanisms=mechanisms)
 
 
-def _usable(r: dict[str, Any], max_bytes: int) -> bool:
+def _usable(r: dict[str, Any], max_bytes: int, *, fused: bool) -> bool:
     return (
         r.get("status") == "correct"
         and r.get("mechanism") not in (None, Mechanism.NCCL.value)
-        and r.get("schedule") == Schedule.SERIAL.value
+        and r.get("schedule") is not None
+        and (r["schedule"] != Schedule.SERIAL.value) == fused
         and bool(r.get("median_s"))
         and 0 < r.get("comm_bytes", 0) <= max_bytes
     )
 
 
-def handoffs(records: Iterable[dict[str, Any]], topology: Topology, max_bytes: int) -> list[Handoff]:
-    """Per mechanism with at least MIN_RECORDS usable records: the median excess over the model (≥ 0)."""
-    bare = _without_handoffs(topology)
-    excess: dict[str, list[float]] = {}
+def _median_excesses(
+    records: Iterable[dict[str, Any]], bare: Topology, max_bytes: int, *, fused: bool
+) -> list[Handoff]:
+    """Per (mechanism, schedule) with at least MIN_RECORDS usable records: the median of measured − predicted by
+    `bare` (never below 0)."""
+    excess: dict[tuple[str, str], list[float]] = {}
     for r in records:
-        if not _usable(r, max_bytes):
+        if not _usable(r, max_bytes, fused=fused):
             continue
         system = bare.system(r["world_size"])
         w = workload_of(load(r["problem"]), r["world_size"], r["params"])
-        p = predict(w, system, Mechanism(r["mechanism"]), Schedule.SERIAL, r.get("comm_sms"))
+        p = predict(w, system, Mechanism(r["mechanism"]), Schedule(r["schedule"]), r.get("comm_sms"))
         if p is not None:
-            excess.setdefault(r["mechanism"], []).append(r["median_s"] - p.t_s)
+            excess.setdefault((r["mechanism"], r["schedule"]), []).append(r["median_s"] - p.t_s)
     return [
-        Handoff(mech, max(0.0, statistics.median(xs)), tuple(xs))
-        for mech, xs in sorted(excess.items())
+        Handoff(mech, max(0.0, statistics.median(xs)), tuple(xs), schedule)
+        for (mech, schedule), xs in sorted(excess.items())
         if len(xs) >= MIN_RECORDS
     ]
 
 
+def handoffs(records: Iterable[dict[str, Any]], topology: Topology, max_bytes: int) -> list[Handoff]:
+    """Per mechanism with at least MIN_RECORDS usable serial records: the median excess over the model without
+    hand-offs (≥ 0)."""
+    return _median_excesses(records, _without(topology, "handoff_s", 0.0), max_bytes, fused=False)
+
+
+def overlaps(records: Iterable[dict[str, Any]], topology: Topology, max_bytes: int) -> list[Handoff]:
+    """Per (mechanism, overlapped schedule) with at least MIN_RECORDS usable fused records: the median excess over
+    `topology`'s model (its hand-offs included) without fused kernels' fixed costs (≥ 0)."""
+    return _median_excesses(records, _without(topology, "overlap_s", {}), max_bytes, fused=True)
+
+
 def with_handoffs(topology: Topology, found: list[Handoff], source: str, cite: str) -> Topology:
-    """The topology with these hand-offs set (others untouched), each citing `source`; sources no number uses
-    any more are dropped."""
+    """The topology with these hand-offs and fused kernels' fixed costs set (others untouched), each citing
+    `source`; sources no number uses any more are dropped."""
     from pkroof.topology.model import Source
 
     mechanisms = dict(topology.mechanisms)
     for h in found:
         spec = mechanisms[h.mechanism]
-        if spec.available:
-            sources = spec.sources | {"handoff_s": source}
-            mechanisms[h.mechanism] = dataclasses.replace(spec, handoff_s=h.seconds, sources=sources)
+        if not spec.available:
+            continue
+        if h.schedule == Schedule.SERIAL.value:
+            spec = dataclasses.replace(spec, handoff_s=h.seconds, sources=spec.sources | {"handoff_s": source})
+        else:
+            overlap = spec.overlap_s | {h.schedule: h.seconds}
+            spec = dataclasses.replace(spec, overlap_s=overlap, sources=spec.sources | {"overlap_s": source})
+        mechanisms[h.mechanism] = spec
     records = (topology.gpu, topology.scaleup, topology.nic, *mechanisms.values())
     used = {s for r in records if r is not None for s in r.sources.values()}
     every = topology.sources | {source: Source("measured", cite)}
@@ -102,12 +128,14 @@ def calibrate(
     topology = load_topology(path)
     found_records = rec.read_files(results, log)
     found = handoffs(found_records, topology, max_bytes)
-    if not found:
-        raise ValueError(
-            f"no mechanism has {MIN_RECORDS} correct serial records of at most {max_label} "
-            f"among the {len(found_records)} records read"
-        )
     names = " ".join(str(r) for r in results)
     cite = f"pkroof topology calibrate {path} {names} --max-size {max_label}, {date.today().isoformat()}"
-    dump(with_handoffs(topology, found, "calibrate", cite), out)
-    return found
+    # fused kernels' fixed costs are what remains beyond the model with the hand-offs just found
+    fused = overlaps(found_records, with_handoffs(topology, found, "calibrate", cite), max_bytes)
+    if not found and not fused:
+        raise ValueError(
+            f"no mechanism has {MIN_RECORDS} correct serial records, nor a fused pair {MIN_RECORDS} records, of "
+            f"at most {max_label} among the {len(found_records)} records read"
+        )
+    dump(with_handoffs(topology, found + fused, "calibrate", cite), out)
+    return found + fused

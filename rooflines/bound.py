@@ -9,7 +9,8 @@ Latency is counted outside the max because the first message of a pipeline canno
 
 A prediction charges what its pair really costs: the mechanism's α and bandwidth at the CTAs it gets, the
 SMs communication takes away from compute, HBM staging where comm and compute meet through memory
-(inter-SM, copy engine), and the pipeline's fill. Every prediction is ≥ t_roof by construction.
+(inter-SM, copy engine), the pipeline's fill, and the fixed costs kernels were measured to pay beyond all that
+(a staged collective's hand-off, a fused kernel's per schedule). Every prediction is ≥ t_roof by construction.
 """
 
 from __future__ import annotations
@@ -307,7 +308,7 @@ def _overlapped(
                 return None
             costs.append(c)
         comm_s = sum(c.bandwidth_s for c in costs)
-        lat_s = sum(c.latency_s for c in costs)
+        lat_s = sum(c.latency_s for c in costs) + m.overlap_for(schedule.value)  # a fused kernel's fixed costs
         staging = sum(c.traffic.send_bytes + c.traffic.recv_bytes for c in costs) if staged else 0.0
         hbm_s = (w.hbm_bytes + staging) / system.hbm_bandwidth_Bps
         compute_s = flops_s * sm / (sm - k)

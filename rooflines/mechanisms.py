@@ -26,6 +26,7 @@ class Schedule(StrEnum):
 
 
 DEVICE_INITIATED = frozenset({Mechanism.SM_LOAD, Mechanism.SM_STORE, Mechanism.TMA, Mechanism.MULTIMEM})
+OVERLAPPED = (Schedule.INTRA_SM.value, Schedule.INTER_SM.value, Schedule.CE_OVERLAP.value)
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,13 @@ class TransferModel:
     collective_fits: tuple[tuple[str, float, float], ...] = ()
     handoff_s: float = 0.0  # a collective staged through symmetric memory pays this beyond α and one flag step
     duplex_bandwidth_Bps: float | None = None  # β_peak per direction with both directions busy; None: β_peak
+    # (schedule, seconds): a fused kernel with this mechanism pays this much more per call under that overlapped
+    # schedule than the model's terms say (its own fixed costs); measured by `pkroof topology calibrate`
+    overlap_s: tuple[tuple[str, float], ...] = ()
+
+    def overlap_for(self, schedule: str) -> float:
+        """The measured fixed cost per call of a fused kernel under `schedule` (0 where none was measured)."""
+        return next((seconds for name, seconds in self.overlap_s if name == schedule), 0.0)
 
     @property
     def uses_sms(self) -> bool:

@@ -184,6 +184,21 @@ def test_a_single_tile_is_predicted_intra_sm_only_when_a_kernel_declares_it():
     assert p.t_s == pytest.approx(p.compute_s + p.comm_s + p.latency_s)
 
 
+def test_a_fused_kernels_measured_fixed_cost_is_charged_to_its_schedule_only():
+    # 7 µs measured for SM-store inter-SM fused kernels: that pair's prediction grows by exactly 7 µs at the same
+    # comm SMs; SM-store serial and intra-SM, and every other mechanism, are untouched
+    plain = make_system(n=2)
+    ms = dict(plain.mechanisms)
+    ms[Mechanism.SM_STORE] = dataclasses.replace(ms[Mechanism.SM_STORE], overlap_s=(("inter-sm", 7e-6),))
+    charged = dataclasses.replace(plain, mechanisms=ms)
+    w = _gemm_rs(4096, plain).workload
+    before = {s: predict(w, plain, Mechanism.SM_STORE, s, 10).t_s for s in Schedule if s is not Schedule.CE_OVERLAP}
+    after = {s: predict(w, charged, Mechanism.SM_STORE, s, 10).t_s for s in before}
+    assert after[Schedule.INTER_SM] == pytest.approx(before[Schedule.INTER_SM] + 7e-6)
+    assert after[Schedule.SERIAL] == before[Schedule.SERIAL] and after[Schedule.INTRA_SM] == before[Schedule.INTRA_SM]
+    assert bound(w, charged).t_roof_s == bound(w, plain).t_roof_s  # a kernel's cost, never the roof's
+
+
 def test_every_schedule_appears_for_a_fused_gemm(system):
     b = _gemm_rs(4096, system)
     pairs = {(p.mechanism, p.schedule) for p in b.predictions}

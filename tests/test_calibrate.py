@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 pytest.importorskip("torch")  # the records' workloads are traced from the problems' references
 
 from pkroof.cli import app
-from pkroof.profilers.calibrate import handoffs
+from pkroof.profilers.calibrate import handoffs, overlaps
 from pkroof.profilers.problems import load
 from pkroof.profilers.profile import workload_of
 from pkroof.rooflines import Mechanism, Schedule, predict
@@ -87,3 +87,58 @@ def test_calibrate_without_usable_records_fails_in_one_line(tmp_path):
     out = CliRunner().invoke(app, ["topology", "calibrate", str(topo_file), str(results)])
     assert out.exit_code != 0
     assert "no mechanism has 2 correct serial records" in out.output
+
+
+def _fused_record(schedule: str, mechanism: str, excess_s: float, tokens: int = 64, **kw) -> dict:
+    """A gemm-all-reduce record `excess_s` above what h200x2 predicts for its pair without fused fixed costs."""
+    topo = resolve("h200x2")
+    bare = {k: dataclasses.replace(v, overlap_s={}) for k, v in topo.mechanisms.items()}
+    system = dataclasses.replace(topo, mechanisms=bare).system(2)
+    params = {"tokens": tokens, "in_features": 256, "out_features": 128}
+    w = workload_of(load("gemm-all-reduce"), 2, params)
+    comm_sms = 16 if schedule == "inter-sm" else 0
+    base = predict(w, system, Mechanism(mechanism), Schedule(schedule), comm_sms).t_s
+    return {
+        "problem": "gemm-all-reduce", "shape": f"t{tokens}", "params": params, "impl": f"x-{schedule}-{excess_s}",
+        "world_size": 2, "status": kw.get("status", "correct"), "mechanism": mechanism, "schedule": schedule,
+        "comm_sms": comm_sms, "median_s": base + excess_s, "comm_bytes": tokens * 128 * 2,
+    }  # fmt: skip
+
+
+def test_a_fused_kernels_fixed_cost_is_its_median_excess_per_mechanism_and_schedule():
+    records = [
+        _fused_record("inter-sm", "sm-store", 5e-6),
+        _fused_record("inter-sm", "sm-store", 6e-6, tokens=128),
+        _fused_record("inter-sm", "sm-store", 9e-6, tokens=256),  # median of 5, 6 and 9 µs: 6 µs
+        _fused_record("inter-sm", "sm-store", 90e-6, status="incorrect"),  # never counted
+        _fused_record("inter-sm", "sm-store", 90e-6, tokens=8192),  # 2 MiB on the link: above max_bytes
+        _fused_record("ce-overlap", "copy-engine", 7e-6),
+        _fused_record("ce-overlap", "copy-engine", 8e-6, tokens=128),  # (7 + 8) / 2 = 7.5 µs
+        _fused_record("intra-sm", "sm-store", 4e-6),  # one record is not enough for a measurement
+        _record("sm-store", 50e-6),  # a serial collective: a hand-off, not a fused kernel's cost
+    ]
+    found = {(h.mechanism, h.schedule): h for h in overlaps(records, resolve("h200x2"), max_bytes=KIB256)}
+    assert set(found) == {("sm-store", "inter-sm"), ("copy-engine", "ce-overlap")}
+    assert found["sm-store", "inter-sm"].seconds == pytest.approx(6e-6, abs=1e-12)
+    assert found["copy-engine", "ce-overlap"].seconds == pytest.approx(7.5e-6, abs=1e-12)
+    assert {h.mechanism for h in handoffs(records, resolve("h200x2"), max_bytes=KIB256)} == set()  # one serial
+
+
+def test_calibrate_writes_fused_fixed_costs_the_model_then_charges(tmp_path):
+    topo_file = tmp_path / "node.json"
+    dump(resolve("h200x2"), topo_file)
+    results = tmp_path / "results.jsonl"
+    rows = [_fused_record("inter-sm", "sm-store", 4e-6), _fused_record("inter-sm", "sm-store", 6e-6, tokens=128)]
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = CliRunner().invoke(app, ["topology", "calibrate", str(topo_file), str(results)])
+    assert out.exit_code == 0, out.output
+    assert "sm-store: fused inter-sm fixed cost 5 µs (median of 2 records)" in out.output
+    written = load_topology(topo_file)
+    assert written.mechanisms["sm-store"].overlap_s == {"inter-sm": pytest.approx(5e-6, abs=1e-12)}
+    assert written.mechanisms["sm-store"].sources["overlap_s"] == "calibrate"
+    # the first record measured 4 µs above the model without the cost; the model now charges the median, 5 µs
+    w = workload_of(load("gemm-all-reduce"), 2, rows[0]["params"])
+    p = predict(w, written.system(2), Mechanism.SM_STORE, Schedule.INTER_SM, 16)
+    assert p.t_s == pytest.approx(rows[0]["median_s"] + 1e-6, abs=1e-12)
+    shown = CliRunner().invoke(app, ["topology", "show", str(topo_file)])
+    assert "fixed cost of a fused kernel per call" in shown.output and "sm-store inter-sm 5 µs" in shown.output

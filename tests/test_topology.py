@@ -166,3 +166,25 @@ def test_an_unmeasured_device_initiated_hand_off_takes_the_smallest_measured_one
     assert models[Mechanism.SM_LOAD].handoff_s == spec["sm-load"].handoff_s  # a measured one stays its own
     assert models[Mechanism.NCCL].handoff_s == 0  # NCCL is not device-initiated over symmetric memory
     assert models[Mechanism.COPY_ENGINE].handoff_s == spec["copy-engine"].handoff_s
+
+
+def test_a_fused_fixed_cost_names_an_overlapped_schedule_and_device_mechanisms_share_the_smallest():
+    import dataclasses
+
+    from pkroof.rooflines import Mechanism
+
+    topo = resolve("h200x2")
+    store = topo.mechanisms["sm-store"]
+    with pytest.raises(TopologyError, match=r"overlap_s\.serial: not an overlapped schedule"):
+        data = to_dict(topo)
+        data["mechanisms"]["sm-store"]["overlap_s"] = {"serial": 1e-6}
+        from_dict(data)
+    mechanisms = dict(topo.mechanisms)
+    mechanisms["sm-store"] = dataclasses.replace(
+        store, overlap_s={"inter-sm": 5e-6}, sources=store.sources | {"overlap_s": "calibrate"}
+    )
+    models = dataclasses.replace(topo, mechanisms=mechanisms).system(2).mechanisms
+    assert models[Mechanism.SM_STORE].overlap_for("inter-sm") == 5e-6
+    assert models[Mechanism.TMA].overlap_for("inter-sm") == 5e-6  # unmeasured: the smallest measured one
+    assert models[Mechanism.COPY_ENGINE].overlap_for("inter-sm") == 0  # not device-initiated: its own or none
+    assert models[Mechanism.SM_STORE].overlap_for("intra-sm") == 0

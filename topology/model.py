@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field, replace
 
 from pkroof.rooflines import Collective, Mechanism, System, TransferModel
-from pkroof.rooflines.mechanisms import DEVICE_INITIATED
+from pkroof.rooflines.mechanisms import DEVICE_INITIATED, OVERLAPPED
 
 BASES = ("nominal", "measured")
 SCALEUP_KINDS = ("nvswitch", "nvlink", "pcie")
@@ -133,8 +133,17 @@ class MechanismSpec:
     # per direction when every GPU sends and receives at once, as the collectives do (both directions of every
     # link busy): the lower envelope of the probe's bidirectional curve; None: not measured (the one-way peak)
     duplex_bandwidth_Bps: float | None = None
+    # per overlapped schedule ("intra-sm", "inter-sm", "ce-overlap"): what a fused kernel with this mechanism pays
+    # per call beyond the model's terms (its own fixed costs: the compute → communication hand-off, its GEMM's
+    # launch): the median excess of small fused kernels (pkroof topology calibrate); {}: not measured
+    overlap_s: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        for schedule, seconds in self.overlap_s.items():
+            if schedule not in OVERLAPPED:
+                raise ValueError(f"overlap_s.{schedule}: not an overlapped schedule (one of: {', '.join(OVERLAPPED)})")
+            if not seconds >= 0:
+                raise ValueError(f"overlap_s.{schedule}: must not be negative, got {seconds}")
         if self.available:
             _check_record(self, positive=("latency_s", "peak_bandwidth_Bps", "per_cta_bandwidth_Bps"))
         else:
@@ -162,6 +171,7 @@ class MechanismSpec:
             tuple((k, c.latency_s, c.peak_bandwidth_Bps) for k, rs in sorted(self.collectives.items()) for c in rs),
             self.handoff_s,
             self.duplex_bandwidth_Bps,
+            tuple(sorted(self.overlap_s.items())),
         )
 
 
@@ -348,14 +358,17 @@ class Topology:
 def _shared_handoffs(models: dict[Mechanism, TransferModel]) -> dict[Mechanism, TransferModel]:
     """Device-initiated mechanisms hand off through the same flags and consume step: one whose hand-off was not
     measured takes the smallest one measured for another (else a TMA kernel, say, would look 3.5 µs cheaper
-    than an SM-store one only for want of a measurement)."""
-    measured = [m.handoff_s for m in models.values() if m.mechanism in DEVICE_INITIATED and m.handoff_s > 0]
-    if not measured:
-        return models
-    return {
-        k: dataclasses.replace(m, handoff_s=min(measured)) if k in DEVICE_INITIATED and not m.handoff_s else m
-        for k, m in models.items()
-    }
+    than an SM-store one only for want of a measurement). The same per overlapped schedule for the fixed cost of
+    a fused kernel."""
+    device = {k: m for k, m in models.items() if k in DEVICE_INITIATED}
+    measured = [m.handoff_s for m in device.values() if m.handoff_s > 0]
+    overlap = {s: min(v) for s in OVERLAPPED if (v := [m.overlap_for(s) for m in device.values() if m.overlap_for(s)])}
+    out = dict(models)
+    for k, m in device.items():
+        handoff = m.handoff_s or (min(measured) if measured else 0.0)
+        shared = dict(m.overlap_s) | {s: v for s, v in overlap.items() if not m.overlap_for(s)}
+        out[k] = dataclasses.replace(m, handoff_s=handoff, overlap_s=tuple(sorted(shared.items())))
+    return out
 
 
 # The default way to join nodes: one NDR InfiniBand port (400 Gb/s) per GPU, rail-aligned
