@@ -16,14 +16,18 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-# NVLink multicast (NVLS) stays off unless the user asks: on shared hosts it can take GPUs out of service
+# NVLink multicast (NVLS) stays off unless the user asks pkroof for it: on shared hosts it can take GPUs out of
+# service. The only way to ask is `pkroof probe --allow-multicast`, which sets ALLOW_MULTICAST for its own ranks.
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+ALLOW_MULTICAST = "PKROOF_ALLOW_MULTICAST"
 
 
-def keep_multicast_off() -> None:
-    """Set SAFE_ENV in this process, keeping any of those variables the user set (that is how one asks)."""
-    for key, value in SAFE_ENV.items():
-        os.environ.setdefault(key, value)
+def keep_multicast_off(*, allowed: bool = False) -> None:
+    """Set SAFE_ENV in this process (and what it starts) over whatever the environment says: a variable inherited
+    from a shell or an image (NCCL_NVLS_ENABLE=1) is not a request to pkroof. `allowed` (the probe's ranks under
+    --allow-multicast) leaves the variables as they are."""
+    if not allowed:
+        os.environ.update(SAFE_ENV)
 
 
 class RankFailedError(RuntimeError):

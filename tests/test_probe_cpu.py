@@ -323,7 +323,7 @@ def test_a_taken_rendezvous_port_is_retried_not_recorded_as_a_crash(monkeypatch)
     assert results == [(0, 3.0), (1, 3.0)]  # both ranks, and 1 + 2 after the all-reduce
 
 
-def test_every_rank_the_launcher_starts_keeps_nvlink_multicast_off_unless_the_user_set_it(monkeypatch):
+def test_every_rank_the_launcher_starts_keeps_nvlink_multicast_off_whatever_the_environment_says(monkeypatch):
     from pkroof.profilers import launch
 
     # a parent environment that says nothing: each rank (profiler and probe alike) switches NCCL's NVLS, torch's
@@ -332,10 +332,22 @@ def test_every_rank_the_launcher_starts_keeps_nvlink_multicast_off_unless_the_us
         monkeypatch.delenv(key, raising=False)
     off = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
     assert launch.run_ranks(spawn_targets.multicast_env, 2, timeout_s=120) == [off, off]
-    # a user who exported NCCL_NVLS_ENABLE=1 asked for it: kept, the other two still off
+    # NCCL_NVLS_ENABLE=1 inherited from a shell or an image is not a request to pkroof: still off
     monkeypatch.setenv("NCCL_NVLS_ENABLE", "1")
-    asked = off | {"NCCL_NVLS_ENABLE": "1"}
-    assert launch.run_ranks(spawn_targets.multicast_env, 2, timeout_s=120) == [asked, asked]
+    monkeypatch.setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "0")
+    assert launch.run_ranks(spawn_targets.multicast_env, 2, timeout_s=120) == [off, off]
+
+
+def test_only_the_probes_allow_multicast_flag_leaves_the_nvls_variables_alone(monkeypatch):
+    import os
+
+    from pkroof.profilers.launch import keep_multicast_off
+
+    monkeypatch.setattr(os, "environ", {"NCCL_NVLS_ENABLE": "1"})  # this process's real environment stays as it was
+    keep_multicast_off(allowed=True)  # a probe rank under `pkroof probe --allow-multicast`
+    assert os.environ["NCCL_NVLS_ENABLE"] == "1"
+    keep_multicast_off()  # anything else
+    assert os.environ["NCCL_NVLS_ENABLE"] == "0" and os.environ["NVSHMEM_DISABLE_NVLS"] == "1"
 
 
 def test_the_probe_starts_its_ranks_again_when_their_port_was_taken(tmp_path):

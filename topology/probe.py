@@ -19,12 +19,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pkroof.profilers.launch import (
+    ALLOW_MULTICAST,
     PORT_TAKEN_EXIT,
     PORT_TRIES,
-    SAFE_ENV,
     RankFailedError,
     RankTimeoutError,
     free_port,
+    keep_multicast_off,
     start_ranks,
     stop_ranks,
     wait_ranks,
@@ -226,8 +227,10 @@ def probe(
         raise ProbeError(f"pkroof probe needs at least 2 GPUs to measure transfers; this node offers {len(chosen)}")
     if allow_multicast:
         log("--allow-multicast: NCCL may use NVLS; pkroof itself still runs no multimem code")
+        os.environ[ALLOW_MULTICAST] = "1"  # this probe's ranks leave the NVLS variables as the user has them
     else:
-        os.environ.update(SAFE_ENV)
+        os.environ.pop(ALLOW_MULTICAST, None)  # only the flag asks, never an inherited variable
+        keep_multicast_off()
     from .probe_plan import make_plan
 
     plan = make_plan(quick=quick)

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 import torch
 import torch.distributed as dist
 
-from pkroof.profilers.launch import PORT_TAKEN_EXIT, keep_multicast_off
+from pkroof.profilers.launch import ALLOW_MULTICAST, PORT_TAKEN_EXIT, keep_multicast_off
 from pkroof.profilers.timing import Timing, time_device
 from pkroof.rooflines import Collective, bus_bandwidth_factor
 
@@ -454,7 +454,7 @@ def run(
     port > 0: a rank the probe spawned on this node (rendezvous on 127.0.0.1:port, GPU gpus[rank]).
     port == 0: a rank started by torchrun or srun (env:// rendezvous, GPU LOCAL_RANK, LOCAL_WORLD_SIZE per node).
     """
-    keep_multicast_off()
+    keep_multicast_off(allowed=os.environ.get(ALLOW_MULTICAST) == "1")  # set by the probe for --allow-multicast
     launched = port == 0
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world)) if launched else world
     device = int(os.environ.get("LOCAL_RANK", 0)) if launched else gpus[rank]
