@@ -33,8 +33,10 @@
 #   bash benchmarks/device_run_kernels.sh pilot2   the collectives at 256 KiB with the pilot; inter-SM GEMM + all-reduce
 #                                                  at llama3-70b-tp8 with 8 communication SMs
 #   bash benchmarks/device_run_kernels.sh cap21    the collectives at 256 KiB and 1 MiB with at most 21 calls per sample
-#   bash benchmarks/device_run_kernels.sh seventh  (next session) the per-shape inter-SM CTAs on the GPUs at four shapes,
+#   bash benchmarks/device_run_kernels.sh seventh  the per-shape inter-SM CTAs on the GPUs at four shapes,
 #                                                  the fused kernels at two more tiny shapes
+#   bash benchmarks/device_run_kernels.sh fixed    GPU test of the copy-engine GEMM + all-reduce's two paths, fused
+#                                                  kernels at shapes the fixed costs were not fitted on
 #   bash benchmarks/device_run_kernels.sh small    all-gather and all-to-all at 256 KiB with 2 ms graph samples
 #   bash benchmarks/device_run_kernels.sh time     the issue-5 evidence: collectives at 64 MiB and 256 KiB beside
 #                                                  NCCL and torch symm_mem, GEMM + all-reduce, emulated-rank tests
@@ -184,20 +186,46 @@ elif [ "$1" = cap21 ]; then  # the collectives at 256 KiB and at the suite's 1 M
   # (nccl-tests: 20 iterations). Sixth session: run as two device calls, one line each (calls 4 and 5)
   step coll256k 200 $C --size 256KiB
   step coll1m 200 $C
-elif [ "$1" = seventh ]; then  # next session, first call: the per-shape inter-SM CTAs as code on the GPUs, then
-  # the fused kernels at tiny shapes (a per-schedule fixed cost needs at least two shapes to be measured)
-  timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py -k inter_sm 2>&1 \
+elif [ "$1" = seventh ]; then  # 2026-11-30, seventh session, first call: the per-shape inter-SM CTAs as code on the
+  # GPUs, the fused kernels at two tiny shapes (a per-schedule fixed cost needs at least two shapes to be measured)
+  begin=$(date +%s)
+  left() { echo $(( 570 - ($(date +%s) - begin) )); }
+  timeout 110 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py -k inter_sm 2>&1 \
     | tee "$OUT/gpu-tests.log" | tail -4
-  for shape in small llama3-8b-tp2 llama3-70b-tp8 llama3-70b-tp8-o-proj; do  # one results file
-    echo "== pkroof profile gemm-all-reduce --shape $shape" | tee -a "$OUT/fused.log"
-    timeout 90 python3 -m pkroof profile gemm-all-reduce --shape $shape --timeout 60 --resume --out "$OUT/fused" \
-      2>&1 | grep -v -e Warning -e 'return func' | tee -a "$OUT/fused.log"
-  done
+  prof() {  # prof SECONDS ARGS...: append to one results file and one log while the call has time
+    local secs=$1; shift
+    [ "$(left)" -lt "$secs" ] && secs=$(left)
+    [ "$secs" -lt 30 ] && { echo "== skipped (time): $*" | tee -a "$OUT/fused.log"; return; }
+    echo "== pkroof profile $*" | tee -a "$OUT/fused.log"
+    timeout "$secs" python3 -m pkroof profile "$@" --timeout 60 --resume --out "$OUT/fused" 2>&1 \
+      | grep -v -e Warning -e 'return func' | tee -a "$OUT/fused.log"
+  }
   for tokens in 128 512; do
-    echo "== pkroof profile $F -p tokens=$tokens -p in_features=1024 -p out_features=512" | tee -a "$OUT/fused.log"
-    timeout 120 python3 -m pkroof profile $F -p tokens=$tokens -p in_features=1024 -p out_features=512 --timeout 60 \
-      --resume --out "$OUT/fused" 2>&1 | grep -v -e Warning -e 'return func' | tee -a "$OUT/fused.log"
+    prof 110 $F -p tokens=$tokens -p in_features=1024 -p out_features=512
   done
+  for shape in llama3-8b-tp2 llama3-70b-tp8 llama3-70b-tp8-o-proj small; do
+    prof 90 gemm-all-reduce --shape $shape
+  done
+elif [ "$1" = fixed ]; then  # 2026-11-30, seventh session, last call: the copy-engine GEMM + all-reduce's new
+  # one-shot path (GPU test: both paths), then fused kernels at shapes the fixed costs were not fitted on
+  begin=$(date +%s)
+  left() { echo $(( 520 - ($(date +%s) - begin) )); }
+  timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_profiler_gpu.py -k copy_engine 2>&1 \
+    | tee "$OUT/gpu-tests.log" | tail -4
+  prof() {  # prof SECONDS ARGS...: append to one results file and one log while the call has time
+    local secs=$1; shift
+    [ "$(left)" -lt "$secs" ] && secs=$(left)
+    [ "$secs" -lt 30 ] && { echo "== skipped (time): $*" | tee -a "$OUT/fused.log"; return; }
+    echo "== pkroof profile $*" | tee -a "$OUT/fused.log"
+    timeout "$secs" python3 -m pkroof profile "$@" --timeout 60 --resume --out "$OUT/fused" 2>&1 \
+      | grep -v -e Warning -e 'return func' | tee -a "$OUT/fused.log"
+  }
+  prof 120 $F -p tokens=256 -p in_features=2048 -p out_features=1024
+  for tokens in 128 512; do
+    prof 50 gemm-all-reduce --impl pkroof-gemm-ar-ce -p tokens=$tokens -p in_features=1024 -p out_features=512
+  done
+  prof 50 gemm-all-reduce --impl pkroof-gemm-ar-ce --shape small
+  prof 120 $F -p tokens=1024 -p in_features=4096 -p out_features=2048
 elif [ "$1" = small ]; then  # 2026-11-30, fifth session: the last minutes of device time
   step coll256k 110 all-gather all-to-all --size 256KiB
 elif [ "$1" = verify ]; then  # 2026-11-30, fourth session: what changed since the last GPU run, then the ceilings

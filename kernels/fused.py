@@ -14,11 +14,16 @@ before returning, so tensors it used there cannot be recycled early.
   main loop of the next on the same SMs.
 - GEMM + all-reduce, inter-SM: kernels/inter_sm.py (a persistent Triton GEMM beside dedicated communication
   CTAs; cuBLAS cannot be kept off SMs: it did not keep to torch's SM carve-out, benchmarks/carveout_check.py).
-- GEMM + all-reduce, ce-overlap: GEMM + reduce-scatter as above, then pkroof's push all-gather of the reduced
-  rows (the two-shot all-reduce, with its first half hidden under the GEMM).
+- GEMM + all-reduce, ce-overlap: up to ONE_SHOT_MAX_BYTES of output, one-shot: each row block of the partial
+  product is pushed whole to every peer by the copy engine while the next block is computed, then every rank
+  sums the P partials (one exchange: the two-shot's second stage cost 4-7 µs more at 16-512 KiB on 2xH200,
+  benchmarks/2026-11-30-fixed-costs-h200x2.md). Above it, two-shot: GEMM + reduce-scatter as above, then
+  pkroof's push all-gather of the reduced rows (a one-shot's P − 1 full copies per rank cost more link time).
 """
 
 from __future__ import annotations
+
+import itertools
 
 import torch
 
@@ -26,7 +31,8 @@ from .collectives import ALL_GATHER, CTAS_STORE, exchange
 from .declare import declare
 from .symm import side_stream, workspace
 
-AGG_READY, AGG_FREE, GRS_READY, GRS_FREE = 0, 1, 2, 3
+AGG_READY, AGG_FREE, GRS_READY, GRS_FREE, GAR_READY, GAR_FREE = 0, 1, 2, 3, 4, 5
+ONE_SHOT_MAX_BYTES = 4 << 20  # gemm_all_reduce_ce: one exchange up to here (latency-bound), two-shot above
 
 
 @declare(mechanism="copy-engine", schedule="ce-overlap", comm_sms=0)
@@ -110,9 +116,57 @@ def gemm_reduce_scatter_epilogue(a, b):
     return _gemm_reduce_scatter(a, b, epilogue_push=True)
 
 
+def _row_blocks(m: int, blocks: int) -> list[tuple[int, int]]:
+    edges = [m * i // blocks for i in range(blocks + 1)]
+    return [(lo, hi) for lo, hi in itertools.pairwise(edges) if hi > lo]
+
+
+def _gemm_all_reduce_one_shot(a, b):
+    ws = workspace()
+    world, rank = ws.world, ws.rank
+    m, n = a.shape[0], b.shape[1]
+    span = m * n
+    name = "gemm-ar-inbox"
+    main, side = torch.cuda.current_stream(), side_stream()
+    partial = torch.empty(m, n, dtype=a.dtype, device=a.device)
+    peers = [(rank + step) % world for step in range(1, world)]
+    side.wait_stream(main)
+    with torch.cuda.stream(side):
+        for peer in peers:  # my slot in every peer's inbox is free: they summed the last call's
+            ws.wait(GAR_FREE, peer, credit=1)
+    for lo, hi in _row_blocks(m, world):  # one block per rank, as the copy-engine's other overlaps
+        torch.matmul(a[lo:hi], b, out=partial[lo:hi])
+        side.wait_stream(main)
+        with torch.cuda.stream(side):
+            for peer in peers:
+                slot = ws.peer_view(name, world * span, a.dtype, peer)[rank * span + lo * n : rank * span + hi * n]
+                slot.copy_(partial[lo:hi].reshape(-1))
+    with torch.cuda.stream(side):
+        for peer in peers:
+            ws.signal(GAR_READY, peer)
+    inbox, _ = ws.buffer(name, world * span, a.dtype)
+    for peer in reversed(peers):
+        ws.wait(GAR_READY, peer)
+    parts = [partial if r == rank else inbox[r * span : (r + 1) * span].view(m, n) for r in range(world)]
+    if world == 2:
+        out = parts[0] + parts[1]  # one rounding, the same on both ranks
+    else:  # in rank order, in fp32: every rank gets the same bits
+        acc = parts[0].float()
+        for part in parts[1:]:
+            acc += part
+        out = acc.to(a.dtype)
+    for peer in reversed(peers):
+        ws.signal(GAR_FREE, peer)
+    main.wait_stream(side)
+    return out
+
+
 @declare(mechanism="copy-engine", schedule="ce-overlap", comm_sms=0)
 def gemm_all_reduce_ce(a, b):
-    """C [m, n] = sum_p A_p · B_p on every rank, as GEMM + reduce-scatter (copy-engine overlap) + all-gather."""
+    """C [m, n] = sum_p A_p · B_p on every rank: one-shot (copy-engine overlap, then a local sum) up to
+    ONE_SHOT_MAX_BYTES, else GEMM + reduce-scatter (copy-engine overlap) + all-gather."""
+    if a.shape[0] * b.shape[1] * a.element_size() <= ONE_SHOT_MAX_BYTES:
+        return _gemm_all_reduce_one_shot(a, b)
     rows = _gemm_reduce_scatter(a, b, epilogue_push=False)
     out = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device)
     exchange(ALL_GATHER, rows.reshape(-1), push=True, ctas=CTAS_STORE, out=out.view(-1))

@@ -137,5 +137,16 @@ def calibrate(
             f"no mechanism has {MIN_RECORDS} correct serial records, nor a fused pair {MIN_RECORDS} records, of "
             f"at most {max_label} among the {len(found_records)} records read"
         )
-    dump(with_handoffs(topology, found + fused, "calibrate", cite), out)
+    dump(with_handoffs(topology, found + fused, _source_name(topology, cite), cite), out)
     return found + fused
+
+
+def _source_name(topology: Topology, cite: str) -> str:
+    """The source key of this run: "calibrate", or "calibrate-2", "-3"... while an earlier run's source still backs
+    numbers this run leaves alone (its hand-offs, say, when this run only sets fused costs): each number keeps the
+    command it came from."""
+    name, n = "calibrate", 1
+    while name in topology.sources and topology.sources[name].cite != cite:
+        n += 1
+        name = f"calibrate-{n}"
+    return name

@@ -230,6 +230,19 @@ def _flops_s(w: Workload, system: System) -> float:
     return sum(op.flops / system.peak_flops_for(op.dtype) for op in w.compute)
 
 
+def _tile_waves_s(w: Workload, system: System, sms: int) -> float:
+    """Compute time of tiled ops on `sms` SMs that each own whole tiles: ⌈tiles / sms⌉ waves of one tile at one
+    SM's share of the peak. Below a wave of tiles this, not FLOPs / peak, is the GEMM's time: on 2xH200 the
+    inter-SM kernel's excess over a FLOPs-only model was 5.0-6.5 µs for one 128×256 tile with K = 128 and
+    10.8 µs for 2 and 8 tiles with K = 512, the difference (4.4 µs) one such tile's 4.2 µs
+    (benchmarks/2026-11-30-fixed-costs-h200x2.md)."""
+    return sum(
+        -(-op.num_tiles // sms) * op.tile_flops * system.sm_count / system.peak_flops_for(op.dtype)
+        for op in w.compute
+        if op.tile_flops
+    )
+
+
 def _staging_s(costs: list[OpCost], system: System) -> float:
     """HBM time of moving a caller's ordinary tensors through symmetric memory: every byte a rank sends is
     written to a symmetric buffer and read back once more than the minimal traffic (pull: the sender stages it
@@ -283,7 +296,9 @@ def _overlapped(
     w: Workload, system: System, m: TransferModel, schedule: Schedule, comm_sms: int | None = None
 ) -> Prediction | None:
     """Communication overlapped with compute: search the comm SMs k that minimise the total (or take the k a
-    kernel declares)."""
+    kernel declares). Inter-SM's GEMM runs in whole tiles on the SMs left to it, so its compute is at least
+    its waves of tiles (_tile_waves_s); intra-SM's and the copy engine's is cuBLAS's, which picks smaller
+    tiles for small problems, and stays FLOPs at the peak."""
     sm = system.sm_count
     match schedule:
         case Schedule.INTRA_SM:
@@ -312,6 +327,8 @@ def _overlapped(
         staging = sum(c.traffic.send_bytes + c.traffic.recv_bytes for c in costs) if staged else 0.0
         hbm_s = (w.hbm_bytes + staging) / system.hbm_bandwidth_Bps
         compute_s = flops_s * sm / (sm - k)
+        if schedule is Schedule.INTER_SM:  # a persistent GEMM on sm − k SMs, each owning whole tiles
+            compute_s = max(compute_s, _tile_waves_s(w, system, sm - k))
         fill_s = min(compute_s, comm_s) / fill_depth
         t = max(compute_s, hbm_s, comm_s) + lat_s + fill_s
         if best is None or t < best.t_s:

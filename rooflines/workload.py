@@ -18,6 +18,7 @@ class ComputeOp:
     dtype: str  # selects the peak FLOP/s: "bf16", "fp8", ...
     hbm_bytes: float  # bytes this op moves through HBM when it runs on its own (unfused)
     num_tiles: int = 1  # independent output tiles: the finest granularity communication can follow
+    tile_flops: float = 0.0  # FLOPs of one whole tile as a tiled kernel computes it (edge tiles padded); 0: untiled
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,8 @@ def _collective(kind: Collective) -> Callable[..., Workload]:
 def _gemm(m: int, n: int, k: int, dtype: str) -> ComputeOp:
     es = DTYPE_BYTES[dtype]
     tiles = math.ceil(m / GEMM_TILE_M) * math.ceil(n / GEMM_TILE_N)
-    return ComputeOp("gemm", 2 * m * n * k, dtype, es * (m * k + k * n + m * n), tiles)
+    tile_flops = 2 * GEMM_TILE_M * GEMM_TILE_N * k
+    return ComputeOp("gemm", 2 * m * n * k, dtype, es * (m * k + k * n + m * n), tiles, tile_flops)
 
 
 def _divisible(value: int, world_size: int, what: str) -> None:

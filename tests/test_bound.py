@@ -141,7 +141,35 @@ def test_inter_sm_compute_runs_on_the_remaining_sms():
     k = p.comm_sms
     assert 0 < k < system.sm_count
     flops = 2 * 32768 * 32768 * 4096
-    assert p.compute_s == pytest.approx(flops / 1000e12 * system.sm_count / (system.sm_count - k))
+    # 256 · 128 = 32768 tiles of 128 x 256, each 2·128·256·4096 FLOP at one SM's 10 TFLOP/s, in whole waves
+    waves_s = -(-32768 // (system.sm_count - k)) * 2 * 128 * 256 * 4096 / 10e12
+    assert p.compute_s == pytest.approx(max(flops / 1000e12 * system.sm_count / (system.sm_count - k), waves_s))
+
+
+def test_inter_sm_gemm_takes_at_least_its_waves_of_whole_tiles():
+    # inter-SM's GEMM owns whole 128 x 256 tiles on the SMs communication leaves it, each at one SM's share of the
+    # peak (1000 TFLOP/s / 100 SMs = 10 TFLOP/s): compute = max(FLOPs / peak · SMs / (SMs − k),
+    # ⌈tiles / (SMs − k)⌉ · 2·128·256·K / 10e12)
+    system = make_system(n=2)
+    # 128 x 512 x 512: 2 tiles of 2·128·256·512 = 33.554432 MFLOP, 3.3554432 µs each, side by side: one wave.
+    # FLOPs alone: 2·128·512·512 / 1e15 · 100 / 68 = 0.0987 µs, 34x less
+    w = _gemm_rs(512, system, m=128, n=512).workload
+    p = predict(w, system, Mechanism.SM_STORE, Schedule.INTER_SM, comm_sms=32)
+    assert p.compute_s == pytest.approx(2 * 128 * 256 * 512 / 10e12)
+    # 3200 x 2560 x 8192: 25 · 10 = 250 tiles of 2·128·256·8192 / 10e12 = 53.687 µs. On 50 SMs: 5 full waves,
+    # the same as FLOPs / peak · 100 / 50 = 268.4 µs. On 60: still 5 waves (250/60 = 4.17), not 223.7 µs
+    w = _gemm_rs(8192, system, m=3200, n=2560).workload
+    tile_s = 2 * 128 * 256 * 8192 / 10e12
+    flops = 2 * 3200 * 2560 * 8192
+    even = predict(w, system, Mechanism.SM_STORE, Schedule.INTER_SM, comm_sms=50)
+    assert even.compute_s == pytest.approx(5 * tile_s) and even.compute_s == pytest.approx(flops / 1e15 * 2)
+    uneven = predict(w, system, Mechanism.SM_STORE, Schedule.INTER_SM, comm_sms=40)
+    assert uneven.compute_s == pytest.approx(5 * tile_s) and uneven.compute_s > flops / 1e15 * 100 / 60 * 1.19
+    # intra-SM and the copy engine run cuBLAS, which picks smaller tiles for small problems: FLOPs at the peak
+    w = _gemm_rs(512, system, m=128, n=512).workload
+    for mechanism, schedule in [(Mechanism.SM_STORE, Schedule.INTRA_SM), (Mechanism.COPY_ENGINE, Schedule.CE_OVERLAP)]:
+        p = predict(w, system, mechanism, schedule)
+        assert p.compute_s < 2 * 128 * 512 * 512 / 1e15 * 2  # FLOPs-bound, never a 3.36 µs tile
 
 
 def test_a_declared_pair_is_predicted_at_its_own_sm_count():
@@ -151,10 +179,11 @@ def test_a_declared_pair_is_predicted_at_its_own_sm_count():
     # no count declared: the same prediction the bound makes (its best count)
     best = b.prediction(Mechanism.TMA, Schedule.INTER_SM)
     assert predict(w, system, Mechanism.TMA, Schedule.INTER_SM) == best
-    # 50 SMs declared: the GEMM runs on the other 50 of 100, so its time doubles against all 100
+    # 50 SMs declared: the GEMM runs on the other 50 of 100, so its time doubles against all 100, and its 32768
+    # tiles take ⌈32768 / 50⌉ = 656 waves where 655.36 would do: × 656 / 655.36
     p = predict(w, system, Mechanism.TMA, Schedule.INTER_SM, comm_sms=50)
     flops = 2 * 32768 * 32768 * 4096
-    assert p.comm_sms == 50 and p.compute_s == pytest.approx(flops / 1000e12 * 100 / 50)
+    assert p.comm_sms == 50 and p.compute_s == pytest.approx(flops / 1000e12 * 100 / 50 * 656 / 655.36)
     assert p.t_s >= best.t_s >= b.t_roof_s
     # a mechanism the system lacks, or a schedule that does not apply to a lone collective: no prediction
     assert predict(w, system, Mechanism.MULTIMEM, Schedule.SERIAL) is None

@@ -134,11 +134,33 @@ def test_calibrate_writes_fused_fixed_costs_the_model_then_charges(tmp_path):
     assert out.exit_code == 0, out.output
     assert "sm-store: fused inter-sm fixed cost 5 µs (median of 2 records)" in out.output
     written = load_topology(topo_file)
-    assert written.mechanisms["sm-store"].overlap_s == {"inter-sm": pytest.approx(5e-6, abs=1e-12)}
-    assert written.mechanisms["sm-store"].sources["overlap_s"] == "calibrate"
+    before = resolve("h200x2").mechanisms["sm-store"].overlap_s
+    assert written.mechanisms["sm-store"].overlap_s == before | {"inter-sm": pytest.approx(5e-6, abs=1e-12)}
+    source = written.sources[written.mechanisms["sm-store"].sources["overlap_s"]]
+    assert source.basis == "measured" and str(results) in source.cite
     # the first record measured 4 µs above the model without the cost; the model now charges the median, 5 µs
     w = workload_of(load("gemm-all-reduce"), 2, rows[0]["params"])
     p = predict(w, written.system(2), Mechanism.SM_STORE, Schedule.INTER_SM, 16)
     assert p.t_s == pytest.approx(rows[0]["median_s"] + 1e-6, abs=1e-12)
     shown = CliRunner().invoke(app, ["topology", "show", str(topo_file)])
     assert "fixed cost of a fused kernel per call" in shown.output and "sm-store inter-sm 5 µs" in shown.output
+
+
+def test_a_second_calibration_keeps_the_first_ones_source_for_what_it_leaves_alone(tmp_path):
+    # run 1 sets SM loads' hand-off from serial records; run 2, from other files, only fused costs: the hand-off
+    # must still cite run 1's command, the fused cost run 2's
+    topo_file = tmp_path / "node.json"
+    dump(resolve("h200x2"), topo_file)
+    first, second = tmp_path / "serial.jsonl", tmp_path / "fused.jsonl"
+    first.write_text("".join(json.dumps(r) + "\n" for r in [_record("sm-load", 2e-6), _record("sm-load", 4e-6)]))
+    rows = [_fused_record("inter-sm", "sm-store", 4e-6), _fused_record("inter-sm", "sm-store", 6e-6, tokens=128)]
+    second.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for results in (first, second):
+        out = CliRunner().invoke(app, ["topology", "calibrate", str(topo_file), str(results)])
+        assert out.exit_code == 0, out.output
+    written = load_topology(topo_file)
+    handoff_source = written.sources[written.mechanisms["sm-load"].sources["handoff_s"]]
+    fused_source = written.sources[written.mechanisms["sm-store"].sources["overlap_s"]]
+    assert str(first) in handoff_source.cite and str(second) not in handoff_source.cite
+    assert str(second) in fused_source.cite and str(first) not in fused_source.cite
+    assert written.mechanisms["sm-load"].handoff_s == pytest.approx(3e-6, abs=1e-12)  # (2 + 4) / 2, untouched

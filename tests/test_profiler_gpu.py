@@ -38,3 +38,33 @@ def test_references_and_torch_fast_paths_on_gpus(tmp_path):
     reference = by[("all-reduce", "reference")]
     assert (reference["mechanism"], reference["schedule"]) == ("nccl", "serial")
     assert "prediction_error" in reference
+
+
+@pytest.mark.parametrize(
+    "tokens, path",
+    [(100, "one-shot"), (2048, "two-shot")],  # 100·512·2 B = 100 KiB; 2048·1536·2 B = 6 MiB > ONE_SHOT_MAX_BYTES
+)
+def test_gemm_all_reduce_copy_engine_both_paths(tmp_path, tokens, path):
+    """The copy-engine GEMM + all-reduce's one-shot (100 rows: blocks of 50) and two-shot paths pass the
+    profiler's check against matmul + NCCL on fresh inputs, and then time (every call after the first waits on
+    the inbox credits the last one returned)."""
+    from pkroof.kernels.fused import ONE_SHOT_MAX_BYTES
+    from pkroof.profilers.profile import profile
+
+    out_features = 512 if path == "one-shot" else 1536
+    assert (tokens * out_features * 2 <= ONE_SHOT_MAX_BYTES) == (path == "one-shot")
+    written = profile(
+        ["gemm-all-reduce"],
+        impls=["pkroof-gemm-ar-ce"],
+        world_size=2,
+        shape=None,
+        overrides={"tokens": tokens, "in_features": 1024, "out_features": out_features},
+        out_dir=tmp_path,
+        timeout_s=120,
+        resume=False,
+        topology="h200x2",
+        log=print,
+    )
+    (record,) = [r for r in written if r["impl"] == "pkroof-gemm-ar-ce"]
+    assert record["status"] == "correct", record.get("message")
+    assert record["median_s"] > 0
