@@ -243,6 +243,15 @@ def _tile_waves_s(w: Workload, system: System, sms: int) -> float:
     )
 
 
+def _waves(w: Workload, sms: int) -> int:
+    """Waves of whole tiles on `sms` SMs (the tiled ops' most); a large number when nothing is tiled. Tiles of one
+    wave finish together, so communication that follows them has nothing left to overlap with: a pipeline is
+    at most this deep (inter-SM GEMM + all-reduce, 2xH200: 64 tiles on 100 SMs ran 17.6% over a two-deep fill,
+    benchmarks/2026-11-30-fixed-costs-h200x2.md)."""
+    tiled = [op.num_tiles for op in w.compute if op.tile_flops]
+    return max(1, -(-max(tiled) // sms)) if tiled else 1 << 30
+
+
 def _staging_s(costs: list[OpCost], system: System) -> float:
     """HBM time of moving a caller's ordinary tensors through symmetric memory: every byte a rank sends is
     written to a symmetric buffer and read back once more than the minimal traffic (pull: the sender stages it
@@ -327,9 +336,11 @@ def _overlapped(
         staging = sum(c.traffic.send_bytes + c.traffic.recv_bytes for c in costs) if staged else 0.0
         hbm_s = (w.hbm_bytes + staging) / system.hbm_bandwidth_Bps
         compute_s = flops_s * sm / (sm - k)
+        depth = fill_depth
         if schedule is Schedule.INTER_SM:  # a persistent GEMM on sm − k SMs, each owning whole tiles
             compute_s = max(compute_s, _tile_waves_s(w, system, sm - k))
-        fill_s = min(compute_s, comm_s) / fill_depth
+            depth = min(depth, _waves(w, sm - k))
+        fill_s = min(compute_s, comm_s) / depth
         t = max(compute_s, hbm_s, comm_s) + lat_s + fill_s
         if best is None or t < best.t_s:
             best = Prediction(

@@ -172,6 +172,18 @@ def test_inter_sm_gemm_takes_at_least_its_waves_of_whole_tiles():
         assert p.compute_s < 2 * 128 * 512 * 512 / 1e15 * 2  # FLOPs-bound, never a 3.36 µs tile
 
 
+def test_an_inter_sm_pipeline_is_no_deeper_than_its_waves_of_tiles():
+    # communication SMs follow the GEMM's tiles as they finish; the tiles of one wave finish together, so a
+    # one-wave GEMM leaves nothing to overlap: fill = min(compute, comm) / min(shards, waves), shards = 2 ranks
+    system = make_system(n=2)
+    one_wave = predict(_gemm_rs(512, system, m=128, n=512).workload, system, Mechanism.SM_STORE,
+                       Schedule.INTER_SM, comm_sms=32)  # fmt: skip
+    assert one_wave.fill_s == pytest.approx(min(one_wave.compute_s, one_wave.comm_s))  # 2 tiles on 68 SMs
+    five_waves = predict(_gemm_rs(8192, system, m=3200, n=2560).workload, system, Mechanism.SM_STORE,
+                         Schedule.INTER_SM, comm_sms=50)  # fmt: skip
+    assert five_waves.fill_s == pytest.approx(min(five_waves.compute_s, five_waves.comm_s) / 2)  # 250 on 50
+
+
 def test_a_declared_pair_is_predicted_at_its_own_sm_count():
     system = make_system()
     b = _gemm_rs(4096, system)
