@@ -16,7 +16,7 @@ before returning, so tensors it used there cannot be recycled early.
   CTAs; cuBLAS cannot be kept off SMs: it did not keep to torch's SM carve-out, benchmarks/carveout_check.py).
 - GEMM + all-reduce, ce-overlap: up to ONE_SHOT_MAX_BYTES of output, one-shot: each row block of the partial
   product is pushed whole to every peer by the copy engine while the next block is computed, then every rank
-  sums the P partials (one exchange: the two-shot's second stage cost 4-7 µs more at 16-512 KiB on 2xH200,
+  sums the P partials (one exchange: it took 1.8-4.5 µs less than the two-shot at 16-512 KiB on 2xH200,
   benchmarks/2026-11-30-fixed-costs-h200x2.md). Above it, two-shot: GEMM + reduce-scatter as above, then
   pkroof's push all-gather of the reduced rows (a one-shot's P − 1 full copies per rank cost more link time).
 """
