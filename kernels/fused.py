@@ -14,10 +14,10 @@ before returning, so tensors it used there cannot be recycled early.
   main loop of the next on the same SMs.
 - GEMM + all-reduce, inter-SM: kernels/inter_sm.py (a persistent Triton GEMM beside dedicated communication
   CTAs; cuBLAS cannot be kept off SMs: it did not keep to torch's SM carve-out, benchmarks/carveout_check.py).
-- GEMM + all-reduce, ce-overlap: up to ONE_SHOT_MAX_BYTES of output, one-shot: each row block of the partial
+- GEMM + all-reduce, ce-overlap: for small outputs (one_shot()), one-shot: each row block of the partial
   product is pushed whole to every peer by the copy engine while the next block is computed, then every rank
   sums the P partials (one exchange: it took 1.8-4.5 µs less than the two-shot at 16-512 KiB on 2xH200,
-  benchmarks/2026-11-30-fixed-costs-h200x2.md). Above it, two-shot: GEMM + reduce-scatter as above, then
+  benchmarks/2026-11-30-fixed-costs-h200x2.md). Otherwise two-shot: GEMM + reduce-scatter as above, then
   pkroof's push all-gather of the reduced rows (a one-shot's P − 1 full copies per rank cost more link time).
 """
 
@@ -33,6 +33,15 @@ from .symm import side_stream, workspace
 
 AGG_READY, AGG_FREE, GRS_READY, GRS_FREE, GAR_READY, GAR_FREE = 0, 1, 2, 3, 4, 5
 ONE_SHOT_MAX_BYTES = 4 << 20  # gemm_all_reduce_ce: one exchange up to here (latency-bound), two-shot above
+ONE_SHOT_MAX_EXTRA_BYTES = 512 << 10  # ... and while it puts at most this much more on a rank's link than two-shot
+
+
+def one_shot(output_bytes: int, world: int) -> bool:
+    """Whether gemm_all_reduce_ce exchanges whole partial products (one-shot) rather than reduce-scatter then
+    all-gather. One-shot sends (P − 1)·S per rank, two-shot 2·(P − 1)/P·S: the same at 2 ranks, (P − 1)(P − 2)/P·S
+    more beyond. It saves a second exchange (1.8-4.5 µs on 2xH200); 512 KiB more at ~370 GB/s costs ~1.4 µs."""
+    extra = output_bytes * (world - 1) * (world - 2) / world
+    return output_bytes <= ONE_SHOT_MAX_BYTES and extra <= ONE_SHOT_MAX_EXTRA_BYTES
 
 
 @declare(mechanism="copy-engine", schedule="ce-overlap", comm_sms=0)
@@ -163,9 +172,9 @@ def _gemm_all_reduce_one_shot(a, b):
 
 @declare(mechanism="copy-engine", schedule="ce-overlap", comm_sms=0)
 def gemm_all_reduce_ce(a, b):
-    """C [m, n] = sum_p A_p · B_p on every rank: one-shot (copy-engine overlap, then a local sum) up to
-    ONE_SHOT_MAX_BYTES, else GEMM + reduce-scatter (copy-engine overlap) + all-gather."""
-    if a.shape[0] * b.shape[1] * a.element_size() <= ONE_SHOT_MAX_BYTES:
+    """C [m, n] = sum_p A_p · B_p on every rank: one-shot (copy-engine overlap, then a local sum) where
+    one_shot() says so, else GEMM + reduce-scatter (copy-engine overlap) + all-gather."""
+    if one_shot(a.shape[0] * b.shape[1] * a.element_size(), workspace().world):
         return _gemm_all_reduce_one_shot(a, b)
     rows = _gemm_reduce_scatter(a, b, epilogue_push=False)
     out = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device)

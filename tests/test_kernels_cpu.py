@@ -59,6 +59,18 @@ def test_inter_sm_communication_ctas_follow_the_inner_size(monkeypatch):
     assert inter_sm.comm_ctas(7168, 2) == 12
 
 
+def test_copy_engine_gemm_all_reduce_goes_one_shot_only_where_it_costs_no_link_time_worth_a_stage():
+    pytest.importorskip("triton")
+    from pkroof.kernels.fused import one_shot
+
+    # 2 ranks: one-shot and two-shot put the same (P − 1)·S = 2·(P − 1)/P·S on the link; one-shot up to 4 MiB
+    assert one_shot(4 << 20, 2) and not one_shot((4 << 20) + 2, 2)
+    # 4 ranks: (P − 1)(P − 2)/P·S = 1.5·S more; within 512 KiB up to S = 512/1.5 = 341.3 KiB
+    assert one_shot(341 << 10, 4) and not one_shot(342 << 10, 4)
+    # 8 ranks: 7·6/8 = 5.25·S more; S ≤ 512/5.25 = 97.5 KiB
+    assert one_shot(97 << 10, 8) and not one_shot(98 << 10, 8)
+
+
 @pytest.mark.parametrize(
     ("kind", "n", "world", "push", "span", "chunk", "slot", "half", "out"),
     [
