@@ -52,6 +52,15 @@ step() {  # step NAME SECONDS ARGS...: one profile run into $OUT/NAME
   timeout "$secs" python3 -m pkroof profile "$@" --timeout 60 --out "$OUT/$name" 2>&1 \
     | grep -v -e Warning -e 'return func' | tee "$OUT/$name.log"
 }
+fprof() {  # fprof SECONDS ARGS...: pkroof profile into one results file ($OUT/fused) and one log while the call has
+  # time left of `budget` seconds from `begin` (each mode that uses it sets both); skipped under 30 s
+  local secs=$1 left=$(( budget - ($(date +%s) - begin) )); shift
+  [ "$left" -lt "$secs" ] && secs=$left
+  [ "$secs" -lt 30 ] && { echo "== skipped (time): $*" | tee -a "$OUT/fused.log"; return; }
+  echo "== pkroof profile $*" | tee -a "$OUT/fused.log"
+  timeout "$secs" python3 -m pkroof profile "$@" --timeout "${impl_timeout:-60}" --resume --out "$OUT/fused" 2>&1 \
+    | grep -v -e Warning -e 'return func' | tee -a "$OUT/fused.log"
+}
 C="all-reduce all-gather reduce-scatter all-to-all"
 F="gemm-reduce-scatter all-gather-gemm gemm-all-reduce"
 if [ "${1:-check}" = check ]; then
@@ -189,59 +198,32 @@ elif [ "$1" = cap21 ]; then  # the collectives at 256 KiB and at the suite's 1 M
   step coll1m 200 $C
 elif [ "$1" = seventh ]; then  # 2026-11-30, seventh session, first call: the per-shape inter-SM CTAs as code on the
   # GPUs, the fused kernels at two tiny shapes (a per-schedule fixed cost needs at least two shapes to be measured)
-  begin=$(date +%s)
-  left() { echo $(( 570 - ($(date +%s) - begin) )); }
+  begin=$(date +%s) budget=570
   timeout 110 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py -k inter_sm 2>&1 \
     | tee "$OUT/gpu-tests.log" | tail -4
-  prof() {  # prof SECONDS ARGS...: append to one results file and one log while the call has time
-    local secs=$1; shift
-    [ "$(left)" -lt "$secs" ] && secs=$(left)
-    [ "$secs" -lt 30 ] && { echo "== skipped (time): $*" | tee -a "$OUT/fused.log"; return; }
-    echo "== pkroof profile $*" | tee -a "$OUT/fused.log"
-    timeout "$secs" python3 -m pkroof profile "$@" --timeout 60 --resume --out "$OUT/fused" 2>&1 \
-      | grep -v -e Warning -e 'return func' | tee -a "$OUT/fused.log"
-  }
   for tokens in 128 512; do
-    prof 110 $F -p tokens=$tokens -p in_features=1024 -p out_features=512
+    fprof 110 $F -p tokens=$tokens -p in_features=1024 -p out_features=512
   done
   for shape in llama3-8b-tp2 llama3-70b-tp8 llama3-70b-tp8-o-proj small; do
-    prof 90 gemm-all-reduce --shape $shape
+    fprof 90 gemm-all-reduce --shape $shape
   done
 elif [ "$1" = fixed ]; then  # 2026-11-30, seventh session, last call: the copy-engine GEMM + all-reduce's new
   # one-shot path (GPU test: both paths), then fused kernels at shapes the fixed costs were not fitted on
-  begin=$(date +%s)
-  left() { echo $(( 520 - ($(date +%s) - begin) )); }
+  begin=$(date +%s) budget=520
   timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_profiler_gpu.py -k copy_engine 2>&1 \
     | tee "$OUT/gpu-tests.log" | tail -4
-  prof() {  # prof SECONDS ARGS...: append to one results file and one log while the call has time
-    local secs=$1; shift
-    [ "$(left)" -lt "$secs" ] && secs=$(left)
-    [ "$secs" -lt 30 ] && { echo "== skipped (time): $*" | tee -a "$OUT/fused.log"; return; }
-    echo "== pkroof profile $*" | tee -a "$OUT/fused.log"
-    timeout "$secs" python3 -m pkroof profile "$@" --timeout 60 --resume --out "$OUT/fused" 2>&1 \
-      | grep -v -e Warning -e 'return func' | tee -a "$OUT/fused.log"
-  }
-  prof 120 $F -p tokens=256 -p in_features=2048 -p out_features=1024
+  fprof 120 $F -p tokens=256 -p in_features=2048 -p out_features=1024
   for tokens in 128 512; do
-    prof 50 gemm-all-reduce --impl pkroof-gemm-ar-ce -p tokens=$tokens -p in_features=1024 -p out_features=512
+    fprof 50 gemm-all-reduce --impl pkroof-gemm-ar-ce -p tokens=$tokens -p in_features=1024 -p out_features=512
   done
-  prof 50 gemm-all-reduce --impl pkroof-gemm-ar-ce --shape small
-  prof 120 $F -p tokens=1024 -p in_features=4096 -p out_features=2048
+  fprof 50 gemm-all-reduce --impl pkroof-gemm-ar-ce --shape small
+  fprof 120 $F -p tokens=1024 -p in_features=4096 -p out_features=2048
 elif [ "$1" = deepseek ]; then  # 2026-11-30, seventh session, last minutes: the one suite tensor-parallel shape the
   # fused GEMMs never ran at, then the two records outside ±15% of the model again (run-to-run spread)
-  begin=$(date +%s)
-  left() { echo $(( 400 - ($(date +%s) - begin) )); }
-  prof() {
-    local secs=$1; shift
-    [ "$(left)" -lt "$secs" ] && secs=$(left)
-    [ "$secs" -lt 30 ] && { echo "== skipped (time): $*" | tee -a "$OUT/fused.log"; return; }
-    echo "== pkroof profile $*" | tee -a "$OUT/fused.log"
-    timeout "$secs" python3 -m pkroof profile "$@" --timeout 90 --resume --out "$OUT/fused" 2>&1 \
-      | grep -v -e Warning -e 'return func' | tee -a "$OUT/fused.log"
-  }
-  prof 220 gemm-reduce-scatter all-gather-gemm --shape deepseek-v3-dense-tp8
-  prof 60 gemm-all-reduce -p tokens=256 -p in_features=2048 -p out_features=1024
-  prof 60 reduce-scatter
+  begin=$(date +%s) budget=400 impl_timeout=90
+  fprof 220 gemm-reduce-scatter all-gather-gemm --shape deepseek-v3-dense-tp8
+  fprof 60 gemm-all-reduce -p tokens=256 -p in_features=2048 -p out_features=1024
+  fprof 60 reduce-scatter
 elif [ "$1" = small ]; then  # 2026-11-30, fifth session: the last minutes of device time
   step coll256k 110 all-gather all-to-all --size 256KiB
 elif [ "$1" = verify ]; then  # 2026-11-30, fourth session: what changed since the last GPU run, then the ceilings

@@ -14,10 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from pkroof.profilers import records
-from pkroof.profilers.calibrate import _usable, _without
-from pkroof.profilers.problems import load
-from pkroof.profilers.profile import workload_of
-from pkroof.rooflines import Mechanism, Schedule, predict
+from pkroof.profilers.calibrate import fused_excesses
 from pkroof.rooflines.units import parse_size
 from pkroof.topology import load as load_topology
 
@@ -25,22 +22,16 @@ from pkroof.topology import load as load_topology
 def main(argv: list[str]) -> None:
     max_bytes = parse_size(argv[argv.index("--max-size") + 1]) if "--max-size" in argv else 1 << 20
     paths = [a for i, a in enumerate(argv) if not a.startswith("--") and (i == 0 or argv[i - 1] != "--max-size")]
-    bare = _without(load_topology(Path(paths[0])), "overlap_s", {})
+    topology = load_topology(Path(paths[0]))
     print(f"{'problem':22} {'shape':44} {'impl':26} {'pair':22} {'µs':>7} {'model':>7} {'excess':>7}")
     rows: dict[str, list[tuple[str, str, float, float]]] = defaultdict(list)  # pair: (shape, impl, measured, model)
-    for r in records.read_files([Path(p) for p in paths[1:]], print):
-        if not _usable(r, max_bytes, fused=True):
-            continue
-        w = workload_of(load(r["problem"]), r["world_size"], r["params"])
-        p = predict(w, bare.system(r["world_size"]), Mechanism(r["mechanism"]), Schedule(r["schedule"]), r["comm_sms"])
-        if p is None:
-            continue
-        pair = f"{r['mechanism']} {r['schedule']}"
+    for r, excess_s in fused_excesses(records.read_files([Path(p) for p in paths[1:]], print), topology, max_bytes):
+        pair, model_s = f"{r['mechanism']} {r['schedule']}", r["median_s"] - excess_s
         print(
             f"{r['problem']:22} {r['shape'][:44]:44} {r['impl'][:26]:26} {pair:22} {r['median_s'] * 1e6:7.2f} "
-            f"{p.t_s * 1e6:7.2f} {(r['median_s'] - p.t_s) * 1e6:7.2f}"
+            f"{model_s * 1e6:7.2f} {excess_s * 1e6:7.2f}"
         )
-        rows[pair].append((r["shape"], r["impl"], r["median_s"], p.t_s))
+        rows[pair].append((r["shape"], r["impl"], r["median_s"], model_s))
     print("\nleave one shape out: fixed cost from the other shapes, error of the held-out shape's records")
     for pair, found in sorted(rows.items()):
         for shape in sorted({s for s, *_ in found}):

@@ -60,12 +60,11 @@ def _usable(r: dict[str, Any], max_bytes: int, *, fused: bool) -> bool:
     )
 
 
-def _median_excesses(
+def _excesses(
     records: Iterable[dict[str, Any]], bare: Topology, max_bytes: int, *, fused: bool
-) -> list[Handoff]:
-    """Per (mechanism, schedule) with at least MIN_RECORDS usable records: the median of measured − predicted by
-    `bare` (never below 0)."""
-    excess: dict[tuple[str, str], list[float]] = {}
+) -> list[tuple[dict[str, Any], float]]:
+    """(record, measured − predicted by `bare`) for each usable record the model has a prediction for."""
+    out = []
     for r in records:
         if not _usable(r, max_bytes, fused=fused):
             continue
@@ -73,7 +72,18 @@ def _median_excesses(
         w = workload_of(load(r["problem"]), r["world_size"], r["params"])
         p = predict(w, system, Mechanism(r["mechanism"]), Schedule(r["schedule"]), r.get("comm_sms"))
         if p is not None:
-            excess.setdefault((r["mechanism"], r["schedule"]), []).append(r["median_s"] - p.t_s)
+            out.append((r, r["median_s"] - p.t_s))
+    return out
+
+
+def _median_excesses(
+    records: Iterable[dict[str, Any]], bare: Topology, max_bytes: int, *, fused: bool
+) -> list[Handoff]:
+    """Per (mechanism, schedule) with at least MIN_RECORDS usable records: the median of measured − predicted by
+    `bare` (never below 0)."""
+    excess: dict[tuple[str, str], list[float]] = {}
+    for r, seconds in _excesses(records, bare, max_bytes, fused=fused):
+        excess.setdefault((r["mechanism"], r["schedule"]), []).append(seconds)
     return [
         Handoff(mech, max(0.0, statistics.median(xs)), tuple(xs), schedule)
         for (mech, schedule), xs in sorted(excess.items())
@@ -85,6 +95,14 @@ def handoffs(records: Iterable[dict[str, Any]], topology: Topology, max_bytes: i
     """Per mechanism with at least MIN_RECORDS usable serial records: the median excess over the model without
     hand-offs (≥ 0)."""
     return _median_excesses(records, _without(topology, "handoff_s", 0.0), max_bytes, fused=False)
+
+
+def fused_excesses(
+    records: Iterable[dict[str, Any]], topology: Topology, max_bytes: int
+) -> list[tuple[dict[str, Any], float]]:
+    """Each usable fused record with its excess over `topology`'s model without fused kernels' fixed costs: what
+    overlaps() takes the median of, per record (benchmarks/fused_excess.py shows their spread over shapes)."""
+    return _excesses(records, _without(topology, "overlap_s", {}), max_bytes, fused=True)
 
 
 def overlaps(records: Iterable[dict[str, Any]], topology: Topology, max_bytes: int) -> list[Handoff]:
