@@ -38,6 +38,21 @@
 #   bash benchmarks/device_run_kernels.sh fixed    GPU test of the copy-engine GEMM + all-reduce's two paths, fused
 #                                                  kernels at shapes the fixed costs were not fitted on
 #   bash benchmarks/device_run_kernels.sh deepseek the fused GEMMs at deepseek-v3-dense-tp8; two records outside ±15% again
+#   bash benchmarks/device_run_kernels.sh eighth   GEMM rates by shape and calls per sample (benchmarks/gemm_rates.py),
+#                                                  the copy-engine pipeline with and without its local work, the
+#                                                  collectives at 1 GiB and 512 MiB
+#   bash benchmarks/device_run_kernels.sh eighth2  the probe's sustained matmul rate, halving copy-engine chunks,
+#                                                  probe and profiler GPU tests, collectives at 1 GiB and 512 MiB
+#   bash benchmarks/device_run_kernels.sh ninth    probe and profiler GPU tests, the collectives at 64 MiB and 256 MiB
+#                                                  with the halving copy-engine chunks (now the default)
+#   bash benchmarks/device_run_kernels.sh ninth2   copy-engine collectives at 1 GiB, 1 or 3 calls per sample; the
+#                                                  collectives at 512 MiB (all: the eighth2 call's timeout cut two)
+#   bash benchmarks/device_run_kernels.sh ninth3   copy-engine collectives at 1 GiB by local work and calls per
+#                                                  sample; references of the problems without built-in kernels
+#   bash benchmarks/device_run_kernels.sh ninth4   the copy-engine gathers with their own row after the peers'
+#                                                  credits: 1 and 3 calls per sample, the profiler at 64 MiB-1 GiB
+#   bash benchmarks/device_run_kernels.sh ninth5   the ninth4 gathers at 64 MiB and 512 MiB again, one results file
+#   bash benchmarks/device_run_kernels.sh ninth6   the collectives at 100000004 bytes (odd halving chunks) on GPUs
 #   bash benchmarks/device_run_kernels.sh small    all-gather and all-to-all at 256 KiB with 2 ms graph samples
 #   bash benchmarks/device_run_kernels.sh time     the issue-5 evidence: collectives at 64 MiB and 256 KiB beside
 #                                                  NCCL and torch symm_mem, GEMM + all-reduce, emulated-rank tests
@@ -253,6 +268,58 @@ elif [ "$1" = odd ]; then  # the variants through the profiler's correctness che
       --impl pkroof-$p-ce --timeout 30 --resume --out "$OUT/odd" 2>&1 | grep -v -e Warning -e 'return func' \
       | tee -a "$OUT/odd.log"
   done
+elif [ "$1" = eighth ]; then  # 2026-11-30, eighth session: the GEMM rate by shape and by busy time; where 90% of
+  # the roofline becomes reachable (512 MiB, 1 GiB); the copy-engine pipeline without its local work
+  timeout 150 python3 benchmarks/gemm_rates.py 2>&1 | grep -v Warning | tee "$OUT/gemm-rates.log"
+  timeout 100 python3 benchmarks/kernels_sweep.py 256MiB --ce-chunks 8,16,32,64 --ce-local sm,none 2>&1 \
+    | grep -v Warning | tee "$OUT/ce-sweep.log"
+  timeout 60 python3 benchmarks/kernels_sweep.py 1GiB --ce-chunks 32,64 --ce-local sm,none 2>&1 \
+    | grep -v Warning | tee -a "$OUT/ce-sweep.log"
+  step big1g 170 $C --size 1GiB
+  step big512 110 $C --size 512MiB
+elif [ "$1" = eighth2 ]; then  # the probe's sustained matmul rate, the halving copy-engine chunks against equal
+  # ones, GPU tests (probe, profiler), the collectives at 1 GiB and 512 MiB with inputs drawn on the GPUs
+  timeout 60 python3 benchmarks/gemm_rates.py --probe 2>&1 | grep -v Warning | tee "$OUT/probe-rates.log"
+  timeout 90 python3 benchmarks/kernels_sweep.py 64MiB 256MiB 1GiB --ce-chunks 0,16,32 --ce-local sm 2>&1 \
+    | grep -v Warning | tee "$OUT/ce-sweep.log"
+  export PKROOF_CE_SCHEDULE=halving  # the profiled copy-engine kernels use the halving chunks (the sweep compares)
+  step big1g 200 $C --size 1GiB
+  timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_probe_gpu.py tests/test_profiler_gpu.py 2>&1 \
+    | tee "$OUT/gpu-tests.log" | tail -3
+  step big512 120 $C --size 512MiB
+elif [ "$1" = ninth ]; then  # the records the halving copy-engine chunks change (64 MiB, 256 MiB), GPU tests first
+  timeout 220 python3 -m pytest -q -p no:cacheprovider tests/test_probe_gpu.py tests/test_profiler_gpu.py 2>&1 \
+    | tee "$OUT/gpu-tests.log" | tail -3
+  step big64 150 $C --size 64MiB
+  step big256 200 $C --size 256MiB
+elif [ "$1" = ninth2 ]; then  # and: are the copy-engine gathers slower 3 calls per sample (the profiler's) than 1?
+  timeout 60 python3 benchmarks/kernels_sweep.py 1GiB --ce-chunks 0 --ce-local sm --ce-calls 1,3 2>&1 \
+    | grep -v Warning | tee "$OUT/ce-calls.log"
+  step big512 400 $C --size 512MiB
+elif [ "$1" = ninth3 ]; then  # the gathers' 3-call slowdown by local work; the problems whose inputs are now drawn on
+  # the GPUs, references only (the suite's other problems ran in ninth / ninth2 and the GPU tests)
+  timeout 150 python3 benchmarks/kernels_sweep.py 1GiB --ce-chunks 0 --ce-local sm,dma,none --ce-calls 1,3 2>&1 \
+    | grep -v Warning | tee "$OUT/ce-calls.log"
+  P="all-reduce-rmsnorm all-to-allv ddp-bucket-all-reduce decode-gemv-all-reduce distributed-topk embedding-lookup
+     fsdp-all-gather-params fsdp-reduce-scatter-grads halo-exchange moe-combine moe-dispatch reduce-scatter-rmsnorm
+     ring-attention ulysses-all-to-all-out ulysses-all-to-all-qkv vocab-parallel-cross-entropy
+     vocab-parallel-logprobs-topk zero-reduce-scatter-then-all-gather broadcast gather scatter reduce send-recv
+     tp-mlp-sequence-parallel"
+  step suite 380 $P
+elif [ "$1" = ninth4 ]; then  # the gathers' own row after the peers' credits: 1 and 3 calls per sample, then the
+  # gathers through the profiler at every size recorded
+  timeout 100 python3 benchmarks/kernels_sweep.py 1GiB 64MiB --ce-chunks 0 --ce-local sm --ce-calls 1,3 2>&1 \
+    | grep -v Warning | tee "$OUT/ce-calls.log"
+  for s in 64MiB 256MiB 512MiB 1GiB; do step "gathers$s" 120 all-gather all-to-all --size $s; done
+elif [ "$1" = ninth5 ]; then  # the ninth4 gathers at 64 MiB and 512 MiB again, into one results file (a call
+  # brings back at most 8 files: ninth4's two were left behind)
+  for s in 64MiB 512MiB; do
+    timeout 150 python3 -m pkroof profile all-gather all-to-all --size $s --timeout 60 --resume --out "$OUT/gathers" \
+      2>&1 | grep -v -e Warning -e 'return func' | tee -a "$OUT/gathers.log"
+  done
+elif [ "$1" = ninth6 ]; then  # the halving chunks on GPUs at a size whose first chunk is an odd remainder: 100000004
+  # bytes, 25000001 elements per rank and peer (not a multiple of 64, nor of the world size)
+  step odd100m 200 $C --size 100000004
 elif [ "$1" = blocks ]; then  # next session: does a larger block (more bytes in flight per thread) help?
   timeout 400 python3 benchmarks/kernels_sweep.py 64MiB 256KiB --blocks 4096,8192,16384 2>&1 | grep -v Warning \
     | tee "$OUT/sweep-blocks.log"

@@ -2,7 +2,8 @@
 
     python3 benchmarks/kernels_sweep.py [SIZE ...] [--blocks 4096,8192,16384] [--modes pull,push,split,tma]
                                          [--ctas 16,32,64,128,256]   (default: 64MiB 256KiB, 4096, pull,push)
-    python3 benchmarks/kernels_sweep.py [SIZE ...] --ce-chunks 2,4,8,16 [--ce-local dma,sm]   copy-engine chunks (MiB)
+    python3 benchmarks/kernels_sweep.py [SIZE ...] --ce-chunks 0,8,16 [--ce-local dma,sm,none]  CE chunk MiB (0: halve)
+                                         [--ce-calls 1,3]  calls per sample (the profiler: 3 at these sizes)
 
 One process per GPU; each configuration is timed by pkroof's own timing function (CUDA graphs, 20 samples,
 slowest rank) on one fixed input; correctness is the profiler's job, not this script's. The block size is
@@ -11,6 +12,7 @@ the largest BLOCK the kernel may pick (kernels/collectives.py: MAX_BLOCK, and TM
 """
 
 import argparse
+import itertools
 import os
 
 import torch
@@ -21,27 +23,46 @@ KINDS = {"all-reduce": 0, "all-gather": 1, "reduce-scatter": 2, "all-to-all": 3}
 CTAS = [16, 32, 64, 128, 256]
 
 
-def _ce_rows(world: int, sizes: list[str], chunks_mib: list[int], locals_: list[str], show) -> list[tuple]:
+def _ce_rows(
+    world: int, sizes: list[str], chunks_mib: list[int], locals_: list[str], calls_list: list[int], show
+) -> list[tuple]:
     import pkroof.kernels.copy_engine as ce
     from pkroof.profilers.timing import time_device
     from pkroof.rooflines.units import parse_size
 
     fns = {"all-reduce": ce.all_reduce_ce, "all-gather": ce.all_gather_ce, "reduce-scatter": ce.reduce_scatter_ce}
     fns["all-to-all"] = ce.all_to_all_ce
-    rows = []
+    rows, plain = [], ce._pipelined
     for size in sizes:
         nbytes = parse_size(size)
         for name, fn in fns.items():
             numel = nbytes // 2 // (world if name == "all-gather" else 1)
             x = torch.randn(numel, device="cuda", dtype=torch.bfloat16)
             for local in locals_:
-                ce.LOCAL_COPY = local
-                for mib in chunks_mib:
-                    ce.CHUNK_BYTES = mib << 20
-                    t = time_device(lambda i, f=fn, x=x: f(x), iters=20, barrier=dist.barrier, group=dist.group.WORLD)
-                    rows.append((size, name, f"ce-{local}", f"{mib}MiB", 0, t.median_s * 1e6))
+                # "none": the DMAs and flags alone, no local add or copy-out (a diagnostic: the result is not the
+                # collective's) to tell the link pipeline's cost from the local work's
+                ce._pipelined = plain if local != "none" else _no_local_work(plain)
+                ce.LOCAL_COPY = local if local != "none" else "sm"
+                for mib, calls in itertools.product(chunks_mib, calls_list):  # 0 MiB: the halving schedule
+                    ce.SCHEDULE, ce.CHUNK_BYTES = ("halving", 1) if mib == 0 else ("equal", mib << 20)
+                    t = time_device(
+                        lambda i, f=fn, x=x: f(x),
+                        iters=20,
+                        calls_per_sample=calls,
+                        barrier=dist.barrier,
+                        group=dist.group.WORLD,
+                    )
+                    mode = f"ce-{local}" + (f"x{calls}" if calls > 1 else "")
+                    rows.append((size, name, mode, f"{mib}MiB" if mib else "halve", 0, t.median_s * 1e6))
                     show(rows[-1:])
     return rows
+
+
+def _no_local_work(pipelined):
+    def run(name, sources, consume, meanwhile=None):
+        pipelined(name, sources, lambda *args: None)
+
+    return run
 
 
 MODES = {"pull": {"push": False}, "push": {"push": True}, "split": {"push": True, "split": True}}
@@ -57,6 +78,7 @@ def _worker(
     modes: list[str],
     ctas_list: list[int],
     locals_: list[str],
+    calls_list: list[int],
 ) -> None:
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", rank))
@@ -65,10 +87,10 @@ def _worker(
     from pkroof.rooflines.units import parse_size
 
     if rank == 0:  # rows print as they are measured: a sweep cut short by a timeout keeps what it had
-        print(f"{'size':>7} {'collective':15} {'mode':5} {'block':>6} {'ctas':>5} {'median us':>10}", flush=True)
+        print(f"{'size':>7} {'collective':15} {'mode':8} {'block':>6} {'ctas':>5} {'median us':>10}", flush=True)
     show = _print if rank == 0 else _silent
     if chunks_mib:
-        _ce_rows(world, sizes, chunks_mib, locals_, show)
+        _ce_rows(world, sizes, chunks_mib, locals_, calls_list, show)
         dist.destroy_process_group()
         return
     rows = []
@@ -94,7 +116,7 @@ def _worker(
 
 def _print(rows: list[tuple]) -> None:
     for size, name, mode, block, ctas, us in rows:
-        print(f"{size:>7} {name:15} {mode:5} {block:>6} {ctas:>5} {us:10.1f}", flush=True)
+        print(f"{size:>7} {name:15} {mode:8} {block:>6} {ctas:>5} {us:10.1f}", flush=True)
 
 
 def _silent(rows: list[tuple]) -> None:
@@ -108,7 +130,8 @@ if __name__ == "__main__":
     parser.add_argument("--modes", default="pull,push", help="comma-separated: pull, push, split, tma")
     parser.add_argument("--ctas", default=",".join(map(str, CTAS)), help="CTA counts (split: both roles)")
     parser.add_argument("--ce-chunks", default="", help="comma-separated copy-engine chunk sizes in MiB (CE only)")
-    parser.add_argument("--ce-local", default="dma", help="CE only: how chunks are copied out locally, dma and/or sm")
+    parser.add_argument("--ce-local", default="dma", help="CE only: copy-out by dma, sm, none (no local work)")
+    parser.add_argument("--ce-calls", default="1", help="CE only: comma-separated back-to-back calls per sample")
     args = parser.parse_args()
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29533")
@@ -116,5 +139,5 @@ if __name__ == "__main__":
     blocks = [int(b) for b in args.blocks.split(",")]
     chunks_mib = [int(c) for c in args.ce_chunks.split(",") if c]
     modes, ctas = args.modes.split(","), [int(c) for c in args.ctas.split(",")]
-    locals_ = args.ce_local.split(",")
-    mp.spawn(_worker, args=(world, args.sizes, blocks, chunks_mib, modes, ctas, locals_), nprocs=world)
+    locals_, calls = args.ce_local.split(","), [int(c) for c in args.ce_calls.split(",")]
+    mp.spawn(_worker, args=(world, args.sizes, blocks, chunks_mib, modes, ctas, locals_, calls), nprocs=world)

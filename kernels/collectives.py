@@ -298,10 +298,14 @@ def exchange(
     ws = workspace(group)
     x = x.contiguous()
     layout = Layout.of(kind, x.numel(), ws.world, push)
+    if out is not None and (out.numel() != layout.out_numel or not out.is_contiguous()):
+        raise ValueError(f"{_NAMES[kind]}: out must be contiguous with {layout.out_numel} elements")
+    if layout.chunk % ALIGN:
+        padded = exchange(kind, pad_input(kind, x, ws.world), push=push, ctas=ctas, tma=tma, split=split, group=group)
+        result = unpad_output(kind, padded, layout)
+        return result if out is None else out.copy_(result)
     if out is None:
         out = torch.empty(layout.out_numel, dtype=x.dtype, device=x.device)
-    elif out.numel() != layout.out_numel or not out.is_contiguous():
-        raise ValueError(f"{_NAMES[kind]}: out must be contiguous with {layout.out_numel} elements")
     _, table = ws.buffer(f"{_NAMES[kind]}-{'push' if push else 'pull'}", 2 * layout.half_size, x.dtype)
     calls = ws.counter(("exchange", kind, push, x.numel(), x.dtype, split), 2 * MAX_CTAS)  # call parity of the buffer
     tma = tma and tma_capable(layout, x)
@@ -311,6 +315,30 @@ def exchange(
         flags, flag_table, epochs = ws.flags, ws.flag_table, ws.epochs
     launch(layout, x, out, table, flag_table, flags, epochs, calls, ws.rank, ctas=ctas, tma=tma, split=split)
     return out
+
+
+# Elements per rank's chunk that keep the kernel's 16-byte accesses: Triton specialises an integer argument that is
+# a multiple of 16, and with span and chunk not so every load and store of the data path compiled to 2 bytes
+# (tests/test_kernels_ptx.py); at 100000004 bytes (25000001 elements a rank) the push kernels ran 4.6-8.7x slower
+# than their 64 MiB rate (benchmarks/2026-11-30-gemm-rates-h200x2.md, §8). Other sizes run on chunks padded to it.
+ALIGN = 16
+
+
+def pad_input(kind: int, x: torch.Tensor, world: int) -> torch.Tensor:
+    """x (1-D) with every rank's chunk padded to a multiple of ALIGN elements (the padding zeroed)."""
+    n = x.numel()
+    rows, chunk = (world, n // world) if kind in (REDUCE_SCATTER, ALL_TO_ALL) else (1, n)
+    padded = torch.empty(rows, -(-chunk // ALIGN) * ALIGN, dtype=x.dtype, device=x.device)
+    padded[:, :chunk].copy_(x.view(rows, chunk))
+    padded[:, chunk:].zero_()
+    return padded.view(-1)
+
+
+def unpad_output(kind: int, out: torch.Tensor, layout: Layout) -> torch.Tensor:
+    """The collective's output for the unpadded `layout`, from its output on padded chunks."""
+    if kind in (ALL_REDUCE, REDUCE_SCATTER):
+        return out[: layout.out_numel]  # one chunk: the padding is at its end
+    return out.view(layout.world, -1)[:, : layout.chunk].reshape(-1)  # a padded chunk per rank
 
 
 @dataclass(frozen=True)
@@ -450,8 +478,8 @@ def all_reduce_two_shot(x):
 
 # TMA pushes (ask for them with --impl): correct on GPUs, and slower than the SM pushes at 64 MiB with every box and
 # CTA count swept (all-gather 136 µs against 111; benchmarks/2026-11-30-ceilings-h200x2.md): each CTA waits for a
-# bulk load before its bulk store. Chunks that are not 16-byte multiples (which TMA cannot address) go by SM stores,
-# as pkroof-*-push.
+# bulk load before its bulk store. Chunks that are not 16-element multiples run padded (exchange), which TMA can
+# address too.
 all_reduce_tma = _collective(ALL_REDUCE, "tma", CTAS_TMA, push=True, tma=True)
 all_gather_tma = _collective(ALL_GATHER, "tma", CTAS_TMA, push=True, tma=True)
 reduce_scatter_tma = _collective(REDUCE_SCATTER, "tma", CTAS_TMA, push=True, tma=True)

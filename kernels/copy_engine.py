@@ -34,12 +34,41 @@ MAX_CHUNKS = 16
 LOCAL_COPY = os.environ.get("PKROOF_CE_LOCAL_COPY", "sm")
 
 
+# "equal": chunks of about CHUNK_BYTES (at most MAX_CHUNKS). "halving": the last chunk TAIL_BYTES, each earlier one
+# twice the next up to MAX_CHUNK_BYTES, the first whatever is left: few chunks (each costs the pipeline a DMA
+# boundary, ~2.75 µs on 2xH200) and a small last one (its local work is the only part not hidden behind a DMA).
+# At 256 MiB on 2xH200, DMAs and flags alone (no local work) took 415.6 µs in 16 chunks of 8 MiB, 376.5 in 2 of
+# 64 MiB (reduce-scatter), while with the local work 64 MiB chunks were the slowest (442.2 against 410.4 with
+# 16 MiB): benchmarks/data/2026-11-30-eighth/call1-ce-sweep.log. Halving against equal 16 MiB chunks, ce-sm µs
+# (call2-ce-sweep.log): faster in 11 of 12 cases, all-reduce 793.4 vs 823.2 at 256 MiB and 2936.9 vs 2962.1 at
+# 1 GiB; slower only for the all-gather at 64 MiB (142.8 vs 128.5, 4 chunks against 2 of 16 MiB).
+SCHEDULE = os.environ.get("PKROOF_CE_SCHEDULE", "halving")
+TAIL_BYTES, MAX_CHUNK_BYTES = 4 << 20, 64 << 20
+
+
 def chunk_bounds(span: int, itemsize: int) -> list[tuple[int, int]]:
-    """[lo, hi) element ranges of about CHUNK_BYTES each (at most MAX_CHUNKS), cut at multiples of 64 elements."""
+    """[lo, hi) element ranges cut at multiples of 64 elements, sized by SCHEDULE."""
+    if SCHEDULE == "halving":
+        return _halving_bounds(span, itemsize)
     n = max(1, min(MAX_CHUNKS, -(-span * itemsize // CHUNK_BYTES)))
     step = -(-span // n)
     step = max(64, -(-step // 64) * 64)
     return [(lo, min(lo + step, span)) for lo in range(0, span, step)]
+
+
+def _halving_bounds(span: int, itemsize: int) -> list[tuple[int, int]]:
+    size = max(64, TAIL_BYTES // itemsize // 64 * 64)
+    most = max(size, MAX_CHUNK_BYTES // itemsize // 64 * 64)
+    lengths, left = [], span  # last chunk first
+    while left > 0:
+        lengths.append(min(size, left))
+        left -= lengths[-1]
+        size = min(2 * size, most)
+    bounds, lo = [], 0
+    for length in reversed(lengths):
+        bounds.append((lo, lo + length))
+        lo += length
+    return bounds
 
 
 class Streams:
@@ -61,6 +90,10 @@ class Streams:
         self.signal.wait_event(done)
         with torch.cuda.stream(self.signal):
             fn()
+
+    def main_after_copy_so_far(self) -> None:
+        """Hold the calling stream until the work issued on the copy stream so far has completed."""
+        self.main.wait_stream(self.copy)
 
     def join(self) -> None:
         self.main.wait_stream(self.copy)
@@ -90,6 +123,12 @@ def _pipelined(
         slots = {p: ws.peer_view(name, numel, dtype, p)[ws.rank * span : (ws.rank + 1) * span] for p in to}
         for p in to:
             ws.wait(CE_FREE, p, credit=1)
+        if meanwhile is not None:
+            # meanwhile's work only once the peers' credits are in: issued at the same moment as the credit waits
+            # (one-CTA kernels), its grid went first and the DMAs started after it when calls ran back to back
+            # (all-gather at 1 GiB on 2xH200: 1476.4 µs a call alone, 1641.8 three in a row; 1431.6 with no local
+            # work: benchmarks/data/2026-11-30-ninth/call3-ce-calls.log)
+            streams.main_after_copy_so_far()
         for lo, hi in bounds:
             for p in to:
                 slots[p][lo:hi].copy_(data[p][lo:hi])

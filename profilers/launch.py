@@ -39,7 +39,36 @@ class RankFailedError(RuntimeError):
 
 
 class RankTimeoutError(RuntimeError):
-    """The ranks did not finish by the deadline (a hang: the most common multi-GPU bug); they were killed."""
+    """The ranks did not finish by the deadline (a hang: the most common multi-GPU bug); they were killed.
+    `phases`: what each rank last said it was doing (phase()), where it said anything."""
+
+    def __init__(self, message: str, phases: dict[int, str] | None = None) -> None:
+        self.phases = phases or {}
+        super().__init__(message)
+
+    @property
+    def where(self) -> str:
+        """'rank 0: timing, rank 1: checking', or the one phase every rank was in; '' when none said."""
+        if len(set(self.phases.values())) == 1 and len(self.phases) > 1:
+            return next(iter(self.phases.values()))
+        return ", ".join(f"rank {r}: {p}" for r, p in sorted(self.phases.items()))
+
+
+PHASE_FILE = "PKROOF_RANK_PHASE"  # set in each rank: where phase() writes
+
+
+def phase(text: str) -> None:
+    """Say what this rank is doing now (one short line); a timeout reports it. A no-op outside run_ranks."""
+    path = os.environ.get(PHASE_FILE)
+    if path:
+        Path(path).write_text(text)
+
+
+def _phases(procs: list, folder: Path | None) -> dict[int, str]:
+    if folder is None:
+        return {}
+    files = {rank: folder / f"{rank}.phase" for rank in range(len(procs))}
+    return {rank: f.read_text() for rank, f in files.items() if f.exists()}
 
 
 def free_port() -> int:
@@ -86,7 +115,9 @@ def wait_ranks(procs: list, deadline_s: float, errors: Path | None = None) -> No
         if failure:
             raise failure
         if time.monotonic() - start > deadline_s:
-            raise RankTimeoutError(f"the ranks did not finish in {deadline_s:g} s and were stopped")
+            raise RankTimeoutError(
+                f"the ranks did not finish in {deadline_s:g} s and were stopped", _phases(procs, errors)
+            )
         time.sleep(0.05)
     failure = _failed(procs, errors)
     if failure:
@@ -95,6 +126,7 @@ def wait_ranks(procs: list, deadline_s: float, errors: Path | None = None) -> No
 
 def _rank_main(rank: int, world: int, fn: Callable, args: tuple, backend: str, port: int, folder: str) -> None:
     keep_multicast_off()
+    os.environ[PHASE_FILE] = str(Path(folder, f"{rank}.phase"))
     import torch
     import torch.distributed as dist
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from pkroof.kernels.declare import reported_comm_sms
 
-from .launch import RankFailedError, RankTimeoutError, run_ranks
+from .launch import RankFailedError, RankTimeoutError, phase, run_ranks
 from .problems import Problem, load
 
 TRIALS = 3  # correctness trials, each on fresh random inputs
@@ -140,17 +140,22 @@ def _check(problem: Problem, impl: Callable, job: Job, rank: int, device: Any) -
     import torch.distributed as dist
 
     for trial in range(TRIALS):
+        phase(f"drawing inputs (check {trial + 1} of {TRIALS})")
         inputs = problem.inputs(
             rank, job.world_size, seed=job.seed + 1000 * (trial + 1), device=device, params=job.params
         )
+        phase(f"running the reference (check {trial + 1} of {TRIALS})")
         want = _as_tuple(problem.reference(*_clone(inputs)))
         _poison_allocator(device, sum(w.numel() * w.element_size() for w in want if hasattr(w, "numel")))
+        phase(f"running the implementation (check {trial + 1} of {TRIALS})")
         got = _as_tuple(impl(*_clone(inputs)))
+        phase(f"comparing outputs (check {trial + 1} of {TRIALS})")
         ok, worst, why = _compare(got, want)
         if not ok:
             return False, worst, f"trial {trial + 1}: {why}"
     import torch
 
+    phase("agreeing on the check with the other ranks")
     flag = torch.tensor([1.0], device=device)
     dist.all_reduce(flag, op=dist.ReduceOp.MIN)
     return bool(flag.item()), worst, "" if flag.item() else "another rank's output differs"
@@ -192,17 +197,20 @@ def _time_gpu(fn: Callable[[int], Any], device: Any) -> dict[str, Any]:
     def barrier() -> None:
         dist.all_reduce(token)
 
+    phase("timing (eager samples)")
     eager = time_device(
         fn, iters=ITERS, calls_per_sample=INPUT_SETS, graph=False, barrier=barrier, group=dist.group.WORLD
     )
     out = {"mode": "eager", "samples_s": list(eager.samples_s), "eager_median_s": eager.median_s}
     out["calls_per_sample"] = INPUT_SETS
     try:
+        phase("timing (graph pilot)")
         pilot = time_device(
             fn, iters=PILOT_ITERS, warmup=1, calls_per_sample=INPUT_SETS, graph=True, barrier=barrier,
             group=dist.group.WORLD,
         )  # fmt: skip
         calls = calls_per_sample(pilot.median_s)  # the slowest rank's samples, so every rank counts the same
+        phase(f"timing (graph samples of {calls} calls)")
         graph = time_device(
             fn, iters=ITERS, calls_per_sample=calls, graph=True, barrier=barrier, group=dist.group.WORLD
         )
@@ -225,6 +233,7 @@ def _job(rank: int, world: int, job: Job) -> dict[str, Any]:
     result: dict[str, Any] = {"status": "correct" if ok else "incorrect", "max_abs_error": worst, "message": why}
     if not ok:
         return result
+    phase("drawing the timed input sets")
     sets = [
         problem.inputs(rank, world, seed=job.seed + 10_000 + s, device=device, params=job.params)
         for s in range(INPUT_SETS)
@@ -294,8 +303,10 @@ def run_job(job: Job, timeout_s: float) -> dict[str, Any]:
     }
     try:
         result = run_ranks(_job, job.world_size, (job,), backend=job.backend, timeout_s=timeout_s)[0]
-    except RankTimeoutError:
-        return base | {"status": "timeout", "message": f"killed after {timeout_s:g} s (a hang or deadlock)"}
+    except RankTimeoutError as e:
+        where = f" while {e.where}" if e.where else ""
+        why = f"a hang or deadlock{' there' if e.where else ''}, or more than --timeout allows at this size"
+        return base | {"status": "timeout", "message": f"killed after {timeout_s:g} s{where} ({why})"}
     except RankFailedError as e:
         return base | {
             "status": "crashed",

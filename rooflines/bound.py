@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from .collectives import ZERO, Algorithm, Collective, TieredTraffic, Traffic, hierarchical_traffic, traffic
 from .mechanisms import DEVICE_INITIATED, Mechanism, Schedule, TransferModel
 from .system import System
-from .workload import CommOp, Workload
+from .workload import CommOp, ComputeOp, Workload
 
 _ALGORITHMS = {
     Mechanism.COPY_ENGINE: (Algorithm.ONE_SHOT, Algorithm.TWO_SHOT),
@@ -60,15 +60,24 @@ def _local_reduce_bytes(kind: Collective, algorithm: Algorithm, size: float, n: 
 
 
 # A copy-engine collective reduces each chunk as it lands, behind the DMA of the next, so only the last chunk's
-# reduction is exposed. The depth is pkroof's (kernels/copy_engine.py: chunks of 16 MiB per peer, at most 16).
-# Charging the whole reduction after the transfers put the model 11-19% above the pipelined kernels at 64 and
-# 256 MiB on 2xH200 (benchmarks/2026-11-30-ceilings-h200x2.md).
-CE_CHUNK_BYTES = 16 << 20
-CE_MAX_CHUNKS = 16
+# reduction is exposed. The last chunk is pkroof's (kernels/copy_engine.py: chunks per peer halve towards a last
+# one of 4 MiB). Charging the whole reduction after the transfers put the model 11-19% above the pipelined kernels
+# at 64 and 256 MiB on 2xH200 (benchmarks/2026-11-30-ceilings-h200x2.md).
+CE_TAIL_BYTES, CE_MAX_CHUNK_BYTES = 4 << 20, 64 << 20
+
+
+def _ce_exposed(bytes_per_peer: float) -> float:
+    """The fraction of a copy-engine collective's local reduction left after its last DMA: its last chunk's."""
+    return min(1.0, CE_TAIL_BYTES / bytes_per_peer) if bytes_per_peer > 0 else 1.0
 
 
 def _ce_chunks(bytes_per_peer: float) -> int:
-    return max(1, min(CE_MAX_CHUNKS, -int(-bytes_per_peer // CE_CHUNK_BYTES)))
+    """How many chunks the halving schedule cuts `bytes_per_peer` into (4, 8, ... 64, 64 MiB from the end)."""
+    chunks, size, covered = 1, CE_TAIL_BYTES, CE_TAIL_BYTES
+    while covered < bytes_per_peer:
+        size = min(2 * size, CE_MAX_CHUNK_BYTES)
+        chunks, covered = chunks + 1, covered + size
+    return chunks
 
 
 @dataclass(frozen=True)
@@ -79,6 +88,9 @@ class OpCost:
     bandwidth_s: float
     latency_s: float
     traffic: Traffic  # scale-up traffic of the busiest rank (scale-out added for hierarchical)
+    # the share of its staging through symmetric memory left after its transfers: all of it, but a pipelined
+    # copy-engine collective's last chunk's (the rest lands and is copied out or reduced behind later DMAs)
+    exposed: float = 1.0
 
     @property
     def total_s(self) -> float:
@@ -123,10 +135,15 @@ def _cost(
             model = model.both_ways()
         net_bw_s, net_lat_s = _network_s(tiers, system)
         bw_s = max(tiers.scaleup.bytes / model.bandwidth_Bps(num_ctas), net_bw_s)
+        exposed, chunk_latency_s = 1.0, 0.0
         if m.mechanism is Mechanism.COPY_ENGINE:
             g = min(op.group_size, system.ranks_per_node)
-            chunks = _ce_chunks(tiers.scaleup.bytes / max(1, g - 1))
-            bw_s += _local_reduce_bytes(op.kind, alg, size, g) / chunks / system.hbm_bandwidth_Bps
+            exposed = _ce_exposed(tiers.scaleup.bytes / max(1, g - 1))
+            bw_s += _local_reduce_bytes(op.kind, alg, size, g) * exposed / system.hbm_bandwidth_Bps
+            # every chunk after the first is DMAs of its own, each paying the copy engine's start-up α: with no
+            # local work at all, 256 MiB collectives on 2xH200 took 2.75-2.88 µs more per extra chunk (a line
+            # through 2-16 chunks; the probe's α: 2.77 µs; benchmarks/data/2026-11-30-eighth/call1-ce-sweep.log)
+            chunk_latency_s = (_ce_chunks(tiers.scaleup.bytes / max(1, g - 1)) - 1) * model.latency_s
         # over symmetric memory the receiver learns that data has landed through a flag: one more dependent
         # step, and the hand-off around it costs what the node's kernels measured (handoff_s, from `pkroof
         # topology calibrate`; h200x2: 2.2-2.8 µs for SM loads or stores, 13.0 µs for the copy engine's stream
@@ -134,8 +151,8 @@ def _cost(
         if m.mechanism is Mechanism.NCCL:
             latency_s = model.latency_for(tiers.scaleup.num_steps) + net_lat_s
         else:
-            latency_s = model.latency_for(tiers.scaleup.num_steps + 1) + net_lat_s + model.handoff_s
-        cost = OpCost(alg, bw_s, latency_s, tiers.scaleup + tiers.scaleout)
+            latency_s = model.latency_for(tiers.scaleup.num_steps + 1) + net_lat_s + model.handoff_s + chunk_latency_s
+        cost = OpCost(alg, bw_s, latency_s, tiers.scaleup + tiers.scaleout, exposed)
         if best is None or _choice_s(cost, system, staged) < _choice_s(best, system, staged):
             best = cost
     return best
@@ -220,14 +237,30 @@ def _link_floor(op: CommOp, system: System) -> _LinkFloor:
     return dataclasses.replace(best, latency_s=latency)
 
 
+# A compute op whose time at the peak is at least this long is charged the sustained rate (the GPU at its power
+# limit), a shorter one the peak. pkroof times at least 3 back-to-back calls per sample; on 2xH200 the limiter
+# held the GPU at 700 W through samples of 8.4 ms of continuous matmuls (3 calls of 2.8 ms: 688 TFLOP/s) but not
+# through samples of 4.3 ms (3 calls of 1.43 ms: 768, as one call after idle), so the line sits between a
+# 1.43 ms and a 2.8 ms call (benchmarks/2026-11-30-gemm-rates-h200x2.md).
+SUSTAINED_AFTER_S = 2e-3
+
+
+def _rate(op: ComputeOp, system: System) -> float:
+    """FLOP/s a prediction charges `op`: the sustained rate for a long op (SUSTAINED_AFTER_S), else the peak."""
+    peak = system.peak_flops_for(op.dtype)
+    return system.sustained_flops_for(op.dtype) if op.flops / peak >= SUSTAINED_AFTER_S else peak
+
+
 def _serial_compute_s(w: Workload, system: System) -> float:
-    return sum(
-        max(op.flops / system.peak_flops_for(op.dtype), op.hbm_bytes / system.hbm_bandwidth_Bps) for op in w.compute
-    )
+    return sum(max(op.flops / _rate(op, system), op.hbm_bytes / system.hbm_bandwidth_Bps) for op in w.compute)
 
 
-def _flops_s(w: Workload, system: System) -> float:
-    return sum(op.flops / system.peak_flops_for(op.dtype) for op in w.compute)
+def _flops_s(w: Workload, system: System, *, roof: bool = False) -> float:
+    """The compute ops' FLOPs at their dtype's peak for the roof (a bound nothing beats: the fastest matmul
+    measured, one call on an idle GPU), at _rate for predictions. On 2xH200 the 8192³ matmul ran at 772
+    TFLOP/s one call after idle and at 667 back to back, the GPU at its 700 W limit with its SM clock near
+    1450 MHz against 1980; fused GEMMs of 2.4-4.8 ms measured 8-16% over predictions made at the peak."""
+    return sum(op.flops / (system.peak_flops_for(op.dtype) if roof else _rate(op, system)) for op in w.compute)
 
 
 def _tile_waves_s(w: Workload, system: System, sms: int) -> float:
@@ -237,7 +270,7 @@ def _tile_waves_s(w: Workload, system: System, sms: int) -> float:
     10.8 µs for 2 and 8 tiles with K = 512, the difference (4.4 µs) one such tile's 4.2 µs
     (benchmarks/2026-11-30-fixed-costs-h200x2.md)."""
     return sum(
-        -(-op.num_tiles // sms) * op.tile_flops * system.sm_count / system.peak_flops_for(op.dtype)
+        -(-op.num_tiles // sms) * op.tile_flops * system.sm_count / _rate(op, system)
         for op in w.compute
         if op.tile_flops
     )
@@ -255,8 +288,11 @@ def _waves(w: Workload, sms: int) -> int:
 def _staging_s(costs: list[OpCost], system: System) -> float:
     """HBM time of moving a caller's ordinary tensors through symmetric memory: every byte a rank sends is
     written to a symmetric buffer and read back once more than the minimal traffic (pull: the sender stages it
-    and the peer reads it there; push: it lands in the receiver's inbox and is copied out)."""
-    return sum(c.traffic.send_bytes + c.traffic.recv_bytes for c in costs) / system.hbm_bandwidth_Bps
+    and the peer reads it there; push: it lands in the receiver's inbox and is copied out). A pipelined
+    copy-engine collective pays its last chunk's share only: charged whole, its staging put the model 14-16%
+    above the kernels at 256 MiB-1 GiB on 2xH200, 2 GiB of staging (509 µs) on a 2.90 ms all-reduce whose link
+    time alone is 2.88 ms (benchmarks/2026-11-30-gemm-rates-h200x2.md, §5)."""
+    return sum((c.traffic.send_bytes + c.traffic.recv_bytes) * c.exposed for c in costs) / system.hbm_bandwidth_Bps
 
 
 def _serial(w: Workload, system: System, m: TransferModel, comm_sms: int | None = None) -> Prediction | None:
@@ -388,7 +424,7 @@ def bound(w: Workload, system: System) -> Bound:
             raise ValueError(
                 f"{op.name}: a group of {op.group_size} does not fill whole nodes of {system.ranks_per_node}"
             )
-    flops_s = _flops_s(w, system)
+    flops_s = _flops_s(w, system, roof=True)
     total_flops = sum(op.flops for op in w.compute)
     floors = [_link_floor(op, system) for op in w.comm]
     tiers = {f.tier for f in floors} or {"scale-up"}

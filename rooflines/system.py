@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .mechanisms import Mechanism, TransferModel
 
@@ -19,6 +19,9 @@ class System:
     link_bandwidth_Bps: float  # nominal scale-up bandwidth per GPU per direction
     mechanisms: Mapping[Mechanism, TransferModel]  # scale-up mechanisms, available or not
     network: TransferModel | None = None  # this GPU's share of its node's NICs; None on one node
+    # FLOP/s per dtype under continuous load, where the GPU runs at its power limit (measured: the probe); the
+    # predictions use it, the roof keeps peak_flops. A dtype without one is predicted at its peak.
+    sustained_flops: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.world_size < 2:
@@ -40,3 +43,6 @@ class System:
         if dtype not in self.peak_flops:
             raise ValueError(f"{self.name} has no {dtype} peak (it has: {', '.join(sorted(self.peak_flops))})")
         return self.peak_flops[dtype]
+
+    def sustained_flops_for(self, dtype: str) -> float:
+        return self.sustained_flops.get(dtype) or self.peak_flops_for(dtype)

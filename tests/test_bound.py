@@ -97,22 +97,26 @@ def test_nccl_serial_baseline_is_ring_at_its_channels():
 
 def test_copy_engine_all_reduce_pays_the_last_chunk_of_a_local_reduction():
     # two-shot by copies (2·7/8·S at 380 GB/s, 2 steps + 1 flag × 10 µs) + a reduce kernel reading S, writing
-    # S/8 at 3 TB/s, pipelined behind the DMAs: each of the 7 peers gets 2·S/8 = 256 MiB, 16 chunks of 16 MiB, so
-    # 1/16 of the reduction is exposed; + staging through symmetric memory: 2·7/8·S sent and as much received,
-    # once more through HBM
+    # S/8 at 3 TB/s, pipelined behind the DMAs: each of the 7 peers gets 2·S/8 = 256 MiB, the last chunk 4 MiB, so
+    # 4/256 = 1/64 of the reduction is exposed; + staging through symmetric memory (2·7/8·S sent and as much
+    # received, once more through HBM), pipelined the same way: 1/64 of it. 256 MiB per peer is 8 chunks (4, 8, 16,
+    # 32, 64 MiB from the end: 124 MiB, then 64 MiB ones: 188, 252, 316 ≥ 256), each after the first one more α
     b = bound(build("all-reduce", 8, size=S), make_system())
     p = b.prediction(Mechanism.COPY_ENGINE, Schedule.SERIAL)
     assert p.algorithms == ("two-shot",)
     link = 2 * 7 / 8 * S
-    assert p.t_s == pytest.approx(3 * 10e-6 + link / 380e9 + (S + S / 8) / 16 / 3e12 + 2 * link / 3e12)
+    chunks = 8
+    assert p.t_s == pytest.approx(
+        (3 + chunks - 1) * 10e-6 + link / 380e9 + (S + S / 8) / 64 / 3e12 + 2 * link / 3e12 / 64
+    )
 
 
 def test_copy_engine_reduction_is_exposed_whole_when_one_chunk_holds_it():
-    # 8 MiB on 2 ranks, one-shot: S = 8 MiB to the one peer, under one 16 MiB chunk: nothing to pipeline behind,
-    # so the whole reduction (read 2 buffers, write 1: 3·S) is exposed: 1 step + 1 flag × 10 µs + S at 380 GB/s +
-    # 3·S at 3 TB/s + staging S sent and S received through HBM = 56.1 µs. Two-shot sends S as well but pays one
-    # more step (10 µs) to save half the reduction (1.5·S: 4.2 µs): 61.9 µs
-    size = 8 << 20
+    # 4 MiB on 2 ranks, one-shot: S = 4 MiB to the one peer, one 4 MiB chunk: nothing to pipeline behind, so the
+    # whole reduction (read 2 buffers, write 1: 3·S) is exposed: 1 step + 1 flag × 10 µs + S at 380 GB/s + 3·S at
+    # 3 TB/s + staging S sent and S received through HBM = 38.0 µs. Two-shot sends S as well but pays one more
+    # step (10 µs) to save half the reduction (1.5·S: 2.1 µs): 45.9 µs
+    size = 4 << 20
     b = bound(build("all-reduce", 2, size=size), make_system(n=2))
     p = b.prediction(Mechanism.COPY_ENGINE, Schedule.SERIAL)
     assert p.algorithms == ("one-shot",)
@@ -265,6 +269,37 @@ def test_serial_baseline_is_compute_then_comm():
     gemm_s = max(2 * m * n * k / 1000e12, 2 * (m * k + k * n + m * n) / 3e12)
     comm_s = 7 / 8 * m * n * 2 / 300e9 + 7 * 3e-6
     assert p.t_s == pytest.approx(gemm_s + comm_s)
+
+
+def test_a_long_gemm_is_predicted_at_the_sustained_rate_and_the_roof_keeps_the_peak():
+    # peak 1000 TFLOP/s, sustained 800. M = N = 32768, K = 4096: 2·M·N·K = 8.80e12 FLOP, 8.8 ms at the peak,
+    # past SUSTAINED_AFTER_S (2 ms), so the prediction charges 8.80e12 / 800e12 = 11.0 ms; the roof keeps 8.8 ms
+    system = dataclasses.replace(make_system(), sustained_flops={"bf16": 800e12})
+    m = n = 32768
+    k = 4096
+    b = _gemm_rs(k, system)
+    flops = 2 * m * n * k
+    comm_s = 7 / 8 * m * n * 2 / 300e9 + 7 * 3e-6
+    assert b.prediction(Mechanism.NCCL, Schedule.SERIAL).t_s == pytest.approx(flops / 800e12 + comm_s)
+    assert b.t_compute_s == pytest.approx(flops / 1000e12)
+    assert b.peak_flops == pytest.approx(1000e12)
+
+
+def test_a_short_gemm_is_predicted_at_the_peak_even_where_a_sustained_rate_is_known():
+    # M = N = K = 8192: 2·8192³ = 1.10e12 FLOP, 1.10 ms at the peak (< 2 ms): the GPU does not reach its power
+    # limit within one timed sample, so the prediction charges the peak; its HBM time 2·3·8192²/3e12 = 0.13 ms
+    system = dataclasses.replace(make_system(), sustained_flops={"bf16": 800e12})
+    m = n = k = 8192
+    b = _gemm_rs(k, system, m=m, n=n)
+    comm_s = 7 / 8 * m * n * 2 / 300e9 + 7 * 3e-6
+    assert b.prediction(Mechanism.NCCL, Schedule.SERIAL).t_s == pytest.approx(2 * m * n * k / 1000e12 + comm_s)
+
+
+def test_a_system_without_a_sustained_rate_predicts_at_the_peak():
+    plain, same = make_system(), dataclasses.replace(make_system(), sustained_flops={"bf16": 1000e12})
+    for system in (plain, same):
+        assert system.sustained_flops_for("bf16") == 1000e12
+    assert _gemm_rs(4096, plain).predictions == _gemm_rs(4096, same).predictions
 
 
 def test_multi_node_all_reduce_binds_on_the_nic():

@@ -76,6 +76,9 @@ class _InlineStreams:  # the calling thread stands in for all three streams
     def after_copies(self, fn):
         fn()
 
+    def main_after_copy_so_far(self):
+        pass
+
     def join(self):
         pass
 
@@ -121,8 +124,13 @@ def _run_ranks(monkeypatch, fn, calls):
     ],
 )
 @pytest.mark.parametrize("local_copy", ["dma", "sm"])
-def test_copy_engine_collectives_put_every_byte_in_its_place(monkeypatch, kind, fn, world, chunk_bytes, local_copy):
+@pytest.mark.parametrize("schedule", ["equal", "halving"])
+def test_copy_engine_collectives_put_every_byte_in_its_place(
+    monkeypatch, kind, fn, world, chunk_bytes, local_copy, schedule
+):
     monkeypatch.setattr(copy_engine, "CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(copy_engine, "SCHEDULE", schedule)
+    monkeypatch.setattr(copy_engine, "TAIL_BYTES", chunk_bytes // 2)  # halving: 64-element chunks at 300 B
     monkeypatch.setattr(copy_engine, "LOCAL_COPY", local_copy)
     n = world * 1001 if kind in ("all-to-all", "reduce-scatter") else 1001  # odd chunks
     g = torch.Generator().manual_seed(world)
@@ -135,7 +143,8 @@ def test_copy_engine_collectives_put_every_byte_in_its_place(monkeypatch, kind, 
             torch.testing.assert_close(out.reshape(-1), want, rtol=1.6e-2, atol=2e-2, msg=f"rank {rank} of {world}")
 
 
-def test_chunk_bounds_cover_the_span_in_64_element_steps(monkeypatch):
+def test_equal_chunk_bounds_cover_the_span_in_64_element_steps(monkeypatch):
+    monkeypatch.setattr(copy_engine, "SCHEDULE", "equal")
     monkeypatch.setattr(copy_engine, "CHUNK_BYTES", 8 << 20)
     # 64 MiB of bf16 = 32 Mi elements: 8 chunks of 4 Mi elements (8 MiB each)
     bounds = copy_engine.chunk_bounds(32 << 20, 2)
@@ -148,3 +157,30 @@ def test_chunk_bounds_cover_the_span_in_64_element_steps(monkeypatch):
     bounds = copy_engine.chunk_bounds(1001, 2)
     assert [hi - lo for lo, hi in bounds] == [192] * 5 + [41]
     assert bounds[0][0] == 0 and all(a[1] == b[0] for a, b in itertools.pairwise(bounds))
+
+
+def test_halving_chunks_end_small_and_start_with_what_is_left(monkeypatch):
+    monkeypatch.setattr(copy_engine, "SCHEDULE", "halving")
+    mib = 1 << 19  # bf16 elements in one MiB
+    # 128 MiB per peer: from the end 4, 8, 16, 32, 64 MiB (124), then the 4 MiB left goes first
+    lengths = [hi - lo for lo, hi in copy_engine.chunk_bounds(128 * mib, 2)]
+    assert lengths == [4 * mib, 64 * mib, 32 * mib, 16 * mib, 8 * mib, 4 * mib]
+    # 1 GiB per peer: 4..64 (124 MiB) then 64 MiB chunks: 14 of them (896, 1020 in all), 4 MiB left first
+    lengths = [hi - lo for lo, hi in copy_engine.chunk_bounds(1024 * mib, 2)]
+    assert lengths == [4 * mib] + [64 * mib] * 15 + [32 * mib, 16 * mib, 8 * mib, 4 * mib]
+    # below the tail size: one chunk; ranges always tile the span
+    assert copy_engine.chunk_bounds(1001, 2) == [(0, 1001)]
+    bounds = copy_engine.chunk_bounds(100 * mib + 7, 2)
+    assert bounds[0][0] == 0 and bounds[-1][1] == 100 * mib + 7
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(bounds))
+
+
+@pytest.mark.parametrize("mib", [0.5, 4, 5, 12, 13, 32, 64, 124, 125, 256, 512, 1024])
+def test_the_model_counts_the_chunks_the_kernel_cuts(monkeypatch, mib):
+    # rooflines/bound.py charges one copy-engine α per chunk after the first: its count must be the kernel's
+    from importlib import import_module
+
+    monkeypatch.setattr(copy_engine, "SCHEDULE", "halving")
+    span = int(mib * (1 << 19))  # bf16 elements
+    model = import_module("pkroof.rooflines.bound")
+    assert model._ce_chunks(span * 2) == len(copy_engine.chunk_bounds(span, 2))

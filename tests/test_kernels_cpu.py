@@ -107,6 +107,31 @@ def test_layout_rejects_chunks_that_do_not_split():
     c.Layout.of(c.ALL_GATHER, 10, 4, push=False)  # a shard of any length gathers
 
 
+@pytest.mark.parametrize("world", [2, 3, 4])
+@pytest.mark.parametrize("kind", ["all-reduce", "all-gather", "reduce-scatter", "all-to-all"])
+def test_a_collective_on_padded_chunks_is_the_collective(kind, world):
+    # exchange() runs chunks that are not a multiple of 16 elements on padded ones (16-byte accesses): pad every
+    # rank's input, take the collective of the padded inputs by its definition (tests/emulate.py), unpad, and
+    # it must equal the collective of the inputs themselves. 10001-element chunks pad to 10016.
+    pytest.importorskip("triton")
+    import torch
+    from emulate import _expected
+
+    from pkroof.kernels import collectives as c
+
+    code = {"all-reduce": c.ALL_REDUCE, "all-gather": c.ALL_GATHER, "reduce-scatter": c.REDUCE_SCATTER,
+            "all-to-all": c.ALL_TO_ALL}[kind]  # fmt: skip
+    n = 10001 * (world if kind in ("reduce-scatter", "all-to-all") else 1)
+    g = torch.Generator().manual_seed(world)
+    xs = [torch.randn(n, generator=g).to(torch.bfloat16) for _ in range(world)]
+    padded = [c.pad_input(code, x, world) for x in xs]
+    assert c.Layout.of(code, padded[0].numel(), world, True).chunk == 10016
+    layout = c.Layout.of(code, n, world, True)
+    for rank in range(world):
+        got = c.unpad_output(code, _expected(kind, padded, rank), layout)
+        assert torch.equal(got, _expected(kind, xs, rank)), rank
+
+
 def test_tiling_spreads_tiles_and_keeps_16_byte_blocks(monkeypatch):
     pytest.importorskip("triton")
     from pkroof.kernels import collectives

@@ -128,8 +128,8 @@ def test_measured_nccl_has_regimes_per_collective():
     assert [c.latency_s for c in nccl.collectives["all-gather"]] == pytest.approx([f.latency_s for f in ag])
 
 
-def test_measured_topology_from_recorded_probe_and_nvml():
-    discovery = discover(Replay.load(DATA / "nvml.json"))
+def _measured_topology(**ceilings: float):
+    """The topology `pkroof probe` builds from the recorded 2×H200 probe and NVML, with `ceilings` set on top."""
     record = {
         "world": 2,
         "gpu_name": RECORDED.gpu.name,
@@ -138,8 +138,14 @@ def test_measured_topology_from_recorded_probe_and_nvml():
         "hbm_capacity_bytes": RECORDED.gpu.hbm_capacity_bytes,
     }
     fits, _ = fit_curves(RECORDED.probe.curves, 2)
-    probe = RECORDED.probe.__class__(**{**RECORDED.probe.__dict__, "fits": fits})
-    t = build_topology("h200x2", record, discovery, probe)
+    probe = RECORDED.probe.__class__(
+        **{**RECORDED.probe.__dict__, "fits": fits, "ceilings": RECORDED.probe.ceilings | ceilings}
+    )
+    return build_topology("h200x2", record, discover(Replay.load(DATA / "nvml.json")), probe)
+
+
+def test_measured_topology_from_recorded_probe_and_nvml():
+    t = _measured_topology()
     assert t.scaleup.kind == "nvswitch" and t.scaleup.links_per_gpu == 18
     assert t.scaleup.total_bandwidth_Bps == pytest.approx(18 * 26.562e9)
     assert t.gpu.arch == "hopper"
@@ -149,6 +155,19 @@ def test_measured_topology_from_recorded_probe_and_nvml():
         assert spec.peak_bandwidth_Bps < t.scaleup.total_bandwidth_Bps
     assert not t.mechanisms["multimem"].available
     assert from_dict(to_dict(t)) == t
+
+
+def test_the_sustained_matmul_rate_is_sourced_and_never_above_the_burst():
+    # bf16 sustained at 0.85 of the burst is kept as measured; fp16's at 1.02 (run-to-run noise after a burst on
+    # an idle GPU) is clipped to its burst, so no prediction is ever charged more than the roof's rate
+    burst = {d: RECORDED.probe.ceilings[f"matmul_{d}_flops"] for d in ("bf16", "fp16")}
+    t = _measured_topology(
+        matmul_bf16_sustained_flops=0.85 * burst["bf16"], matmul_fp16_sustained_flops=1.02 * burst["fp16"]
+    )
+    assert t.gpu.sustained_flops == {"bf16": pytest.approx(0.85 * burst["bf16"]), "fp16": burst["fp16"]}
+    assert t.basis("gpu.sustained_flops") == "measured"
+    assert t.system(2).sustained_flops_for("bf16") == pytest.approx(0.85 * burst["bf16"])
+    assert t.system(2).sustained_flops_for("fp8") == t.gpu.peak_flops["fp8"]  # none measured: the peak
 
 
 def test_spawn_runs_every_rank(tmp_path):
@@ -419,3 +438,13 @@ def test_refit_of_a_multi_node_probe_counts_every_rank():
     assert again.mechanisms["nccl"].available
     assert "across 2 nodes" in again.mechanisms["nccl"].note  # the cross-node rate says what it is
     assert "across" not in refit(RECORDED).mechanisms["nccl"].note  # one node: nothing to say
+
+
+def test_a_timeout_says_what_each_rank_was_doing():
+    from pkroof.profilers.launch import RankTimeoutError
+
+    # ranks in different phases are named one by one; ranks that agree are one phase; silence is empty
+    assert RankTimeoutError("x", {1: "timing", 0: "checking"}).where == "rank 0: checking, rank 1: timing"
+    assert RankTimeoutError("x", {0: "timing", 1: "timing"}).where == "timing"
+    assert RankTimeoutError("x", {1: "timing"}).where == "rank 1: timing"
+    assert RankTimeoutError("x").where == ""

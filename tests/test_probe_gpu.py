@@ -48,3 +48,5 @@ def test_quick_probe_of_this_node(tmp_path):
         assert 0 < spec.peak_bandwidth_Bps <= t.scaleup.total_bandwidth_Bps, name
     assert not t.mechanisms["multimem"].available  # the probe never runs multicast
     assert t.probe.ceilings["flag_one_way_s"] > 0
+    # the matmul under continuous load (the GPU at its power limit) is never faster than one burst after idle
+    assert 0 < t.gpu.sustained_flops["bf16"] <= t.gpu.peak_flops["bf16"]

@@ -46,6 +46,8 @@ def test_every_kind_of_implementation_is_recorded_and_the_run_goes_on(tmp_path):
     assert status["wrong"]["status"] == "incorrect" and "median_s" not in status["wrong"]  # never timed
     assert status["unwritten"]["status"] == "incorrect"
     assert status["hangs"]["status"] == "timeout" and "10 s" in status["hangs"]["message"]
+    # every rank hangs in the implementation's first correctness call, and the record says where
+    assert "while running the implementation (check 1 of 3)" in status["hangs"]["message"]
     assert status["crashes"]["status"] == "crashed"
     assert "illegal memory access (simulated)" in status["crashes"]["message"].replace("was encountered ", "")
     assert "Traceback" in status["crashes"]["traceback"]

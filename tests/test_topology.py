@@ -97,6 +97,14 @@ def _nccl_fit_for(kind, peak_Bps):
     return mutate
 
 
+def _sustained(rates):
+    def mutate(d):
+        d["gpu"]["sustained_flops"] = rates(d)
+        d["gpu"]["sources"]["sustained_flops"] = d["gpu"]["sources"]["peak_flops"]
+
+    return mutate
+
+
 def _broken(mutate):
     data = copy.deepcopy(to_dict(preset("hgx-h100-8")))
     mutate(data)
@@ -120,6 +128,11 @@ def _broken(mutate):
             _nccl_fit_for("all-gather", 900e9),
             "mechanisms.nccl.collectives.all-gather[0].peak_bandwidth_Bps: 9e+11 exceeds",
         ),
+        (
+            _sustained(lambda d: {"bf16": 2 * d["gpu"]["peak_flops"]["bf16"]}),
+            "gpu.sustained_flops.bf16: must be positive and at most the peak",
+        ),
+        (_sustained(lambda d: {"int4": 1e15}), "gpu.sustained_flops.int4: no peak_flops.int4 beside it"),
         (lambda d: d["scaleup"].update(links_per_gpu="18"), "scaleup.links_per_gpu: expected a whole number"),
         (lambda d: d["scaleup"].update(kind="infinityfabric"), "scaleup.kind"),
         (lambda d: d["gpu"]["sources"].pop("sm_count"), "gpu.sources.sm_count: missing"),

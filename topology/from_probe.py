@@ -304,6 +304,12 @@ def build_topology(name: str, record: dict[str, Any], discovery: Discovery, prob
     sources = {"probe": Source("measured", f"{probe.command} on {probe.host}, {probe.date}"), **NCCL_SOURCES}
     ceilings = probe.ceilings
     flops = {d: ceilings[f"matmul_{d}_flops"] for d in DTYPES if f"matmul_{d}_flops" in ceilings}
+    # never above the burst: a run-to-run difference must not make the roof slower than a prediction
+    sustained = {
+        d: min(ceilings[f"matmul_{d}_sustained_flops"], flops[d])
+        for d in flops
+        if f"matmul_{d}_sustained_flops" in ceilings
+    }
     gpu = GPU(
         record["gpu_name"],
         ARCH.get(tuple(record["capability"]), "unknown"),
@@ -311,7 +317,9 @@ def build_topology(name: str, record: dict[str, Any], discovery: Discovery, prob
         record["hbm_capacity_bytes"],
         ceilings["hbm_copy_Bps"],
         flops,
-        {"sm_count": "probe", "hbm_capacity_bytes": "probe", "hbm_bandwidth_Bps": "probe", "peak_flops": "probe"},
+        {"sm_count": "probe", "hbm_capacity_bytes": "probe", "hbm_bandwidth_Bps": "probe", "peak_flops": "probe"}
+        | ({"sustained_flops": "probe"} if sustained else {}),
+        sustained,
     )
     scaleup = _scaleup(discovery, sources)
     nic = _nic(discovery, probe.fits, sources)

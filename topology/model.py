@@ -67,12 +67,23 @@ class GPU:
     hbm_bandwidth_Bps: float
     peak_flops: dict[str, float]  # dense tensor-core FLOP/s per dtype (fp32: the non-tensor rate)
     sources: dict[str, str]
+    # FLOP/s per dtype under continuous load (the GPU at its power limit), where measured: predictions use it,
+    # the roof keeps peak_flops
+    sustained_flops: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _check_record(self, positive=("sm_count", "hbm_capacity_bytes", "hbm_bandwidth_Bps"))
         for dtype, value in self.peak_flops.items():
             if not value > 0:
                 raise ValueError(f"peak_flops.{dtype}: must be positive, got {value}")
+        for dtype, value in self.sustained_flops.items():
+            if dtype not in self.peak_flops:
+                raise ValueError(f"sustained_flops.{dtype}: no peak_flops.{dtype} beside it")
+            if not 0 < value <= self.peak_flops[dtype]:
+                raise ValueError(
+                    f"sustained_flops.{dtype}: must be positive and at most the peak ({self.peak_flops[dtype]:.4g}),"
+                    f" got {value:.4g}"
+                )
 
 
 @dataclass(frozen=True)
@@ -348,6 +359,7 @@ class Topology:
             ranks_per_node=per_node,
             sm_count=self.gpu.sm_count,
             peak_flops=self.gpu.peak_flops,
+            sustained_flops=self.gpu.sustained_flops,
             hbm_bandwidth_Bps=self.gpu.hbm_bandwidth_Bps,
             link_bandwidth_Bps=self.scaleup.total_bandwidth_Bps,
             mechanisms=_shared_handoffs({Mechanism(k): v.model(Mechanism(k)) for k, v in self.mechanisms.items()}),

@@ -18,6 +18,7 @@ class Plan:
     samples: int
     warmup: int
     matmul_n: int
+    sustain_s: float  # back-to-back matmuls before the sustained rate is timed
     pingpong_iters: int
     collectives: tuple[str, ...]
     bidirectional: bool
@@ -33,6 +34,7 @@ def make_plan(*, quick: bool) -> Plan:
             samples=5,
             warmup=1,
             matmul_n=4096,
+            sustain_s=0.2,
             pingpong_iters=200,
             collectives=("all-reduce",),
             bidirectional=False,
@@ -45,6 +47,7 @@ def make_plan(*, quick: bool) -> Plan:
         samples=10,
         warmup=2,
         matmul_n=8192,
+        sustain_s=1.0,
         pingpong_iters=1000,
         collectives=("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "send-recv"),
         bidirectional=True,

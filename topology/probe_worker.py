@@ -27,6 +27,8 @@ from .copy_kernels import pingpong, sm_copy, tma_copy
 from .model import Curve
 from .probe_plan import Plan, calls_per_sample, pair_rounds
 
+SUSTAINED_SAMPLE_S = 0.05  # of back-to-back matmuls per sustained sample (2xH200: 16 ms ones ran 2% faster than 49 ms)
+
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 
 
@@ -408,14 +410,20 @@ class Rank:
         self.ceilings["hbm_kernel_copy_Bps"] = 2 * 4 * n / kernel.median_s
         self.ceilings["hbm_copy_Bps"] = max(self.ceilings["hbm_memcpy_Bps"], self.ceilings["hbm_kernel_copy_Bps"])
         m = self.plan.matmul_n
+        bursts = {}  # every dtype's burst first, each on a GPU that has not been held at its power limit
         for dtype in self.plan.matmul_dtypes:
             try:
-                self.ceilings[f"matmul_{dtype}_flops"] = 2 * m**3 / self._matmul_time(dtype, m)
+                fn = self._matmul(dtype, m)
+                bursts[dtype] = (fn, self._time(fn).median_s)
+                self.ceilings[f"matmul_{dtype}_flops"] = 2 * m**3 / bursts[dtype][1]
             except Exception as e:
                 self.notes.append(f"matmul {dtype} not measured: {type(e).__name__}: {str(e).splitlines()[0]}")
+        for dtype, (fn, burst_s) in bursts.items():
+            sustained_s = sustained_time(fn, burst_s, self.plan.sustain_s, self.plan.samples)
+            self.ceilings[f"matmul_{dtype}_sustained_flops"] = 2 * m**3 / sustained_s
         self.log("ceilings: " + ", ".join(f"{k} {v:.3g}" for k, v in self.ceilings.items()))
 
-    def _matmul_time(self, dtype: str, m: int) -> float:
+    def _matmul(self, dtype: str, m: int) -> Callable[[int], None]:
         g = torch.Generator(device=self.device).manual_seed(0)
         if dtype == "fp8":
             a = torch.randn(m, m, device=self.device, generator=g).to(torch.float8_e4m3fn)
@@ -428,7 +436,18 @@ class Rank:
             b = torch.randn(m, m, device=self.device, dtype=t, generator=g)
             torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
             fn = lambda i: torch.matmul(a, b)  # noqa: E731
-        return self._time(fn).median_s
+        return fn
+
+
+def sustained_time(fn: Callable[[int], None], burst_s: float, sustain_s: float, samples: int) -> float:
+    """fn's time per call with the GPU kept busy: sustain_s of back-to-back calls first, then samples of at least
+    SUSTAINED_SAMPLE_S of back-to-back calls each. A GPU under continuous matmuls settles at its power limit: on
+    2xH200 the 8192³ bf16 matmul took 1.42 ms one call after idle, 1.61 ms with 10 calls per sample and 1.65 ms
+    with 30 (700 W, SM clock ~1450 MHz against 1980; benchmarks/2026-11-30-gemm-rates-h200x2.md)."""
+    for i in range(max(1, round(sustain_s / burst_s))):
+        fn(i)
+    calls = max(1, round(SUSTAINED_SAMPLE_S / burst_s))
+    return time_device(fn, iters=samples, warmup=1, calls_per_sample=calls).median_s
 
 
 def _versions() -> dict[str, str]:

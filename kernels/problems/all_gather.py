@@ -3,6 +3,7 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._random import generator
 from pkroof.rooflines import Workload
 from pkroof.rooflines.workloads import build
 
@@ -25,8 +26,8 @@ def inputs(rank, world_size, *, seed, device, size_bytes):
         raise ValueError(
             f"all-gather: size_bytes={size_bytes} does not split into whole bf16 shards over {world_size} ranks"
         )
-    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
-    return (torch.randn(size_bytes // 2 // world_size, generator=g, dtype=torch.bfloat16).to(device),)
+    g = generator(device, seed * 1000 + rank)
+    return (torch.randn(size_bytes // 2 // world_size, generator=g, dtype=torch.bfloat16, device=device),)
 
 
 def reference(shard):

@@ -3,6 +3,7 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._random import generator
 from pkroof.kernels.problems._shapes import per_rank
 from pkroof.rooflines.workloads import build
 
@@ -24,9 +25,9 @@ def inputs(rank, world_size, *, seed, device, tokens, in_features, out_features)
     """A_shard [tokens/P, in_features] (this rank's sequence shard), B [in_features, out_features/P]; bf16."""
     m_local = per_rank(tokens, world_size, "tokens")
     n_local = per_rank(out_features, world_size, "out_features")
-    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
-    a = torch.randn(m_local, in_features, generator=g)
-    b = torch.randn(in_features, n_local, generator=g) * in_features**-0.5  # keeps C's entries O(1)
+    g = generator(device, seed * 1000 + rank)
+    a = torch.randn(m_local, in_features, generator=g, device=device)
+    b = torch.randn(in_features, n_local, generator=g, device=device) * in_features**-0.5  # keeps C's entries O(1)
     return a.to(device=device, dtype=torch.bfloat16), b.to(device=device, dtype=torch.bfloat16)
 
 

@@ -3,6 +3,8 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._random import generator
+
 CATEGORY = "tp-norm"
 SOURCE = (
     "vllm-project/vllm: vllm/compilation/passes/fusion/allreduce_rms_fusion.py::AllReduceFusedAddRMSNormPattern "
@@ -21,12 +23,14 @@ SHAPES = {
 
 def inputs(rank, world_size, *, seed, device, tokens, hidden):
     """partial [tokens, hidden] (this rank's partial sum), residual [tokens, hidden], gamma [hidden]; bf16."""
-    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
-    partial = torch.randn(tokens, hidden, generator=g) * world_size**-0.5  # the sum over ranks is O(1)
+    g = generator(device, seed * 1000 + rank)
+    # the sum over ranks is O(1)
+    partial = torch.randn(tokens, hidden, generator=g, dtype=torch.bfloat16, device=device) * world_size**-0.5
+    # drawn on the host, so that every rank holds the very same values whatever its device
     shared = torch.Generator(device="cpu").manual_seed(seed * 1000 + SHARED)
     residual = torch.randn(tokens, hidden, generator=shared)
     gamma = 1 + 0.1 * torch.randn(hidden, generator=shared)
-    return tuple(t.to(device=device, dtype=torch.bfloat16) for t in (partial, residual, gamma))
+    return partial, residual.to(device=device, dtype=torch.bfloat16), gamma.to(device=device, dtype=torch.bfloat16)
 
 
 def reference(partial, residual, gamma):

@@ -3,6 +3,8 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._random import generator
+
 CATEGORY = "expert-parallel"
 SOURCE = "pytorch/torchtitan: torchtitan/distributed/expert_parallel.py::ExpertParallel._token_dispatch"
 SHAPES = {  # tokens: routed rows per rank (tokens × top-k); experts: routed experts in all, experts / world_size per rank
@@ -19,10 +21,12 @@ def inputs(rank, world_size, *, seed, device, tokens, hidden, experts):
     """
     if experts % world_size:
         raise ValueError(f"all-to-allv: {experts} experts do not divide over {world_size} ranks")
-    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
-    x = torch.randn(tokens, hidden, generator=g, dtype=torch.bfloat16)
-    num_tokens_per_expert = torch.bincount(torch.randint(experts, (tokens,), generator=g), minlength=experts)
-    return x.to(device), num_tokens_per_expert.to(device)
+    g = generator(device, seed * 1000 + rank)
+    x = torch.randn(tokens, hidden, generator=g, dtype=torch.bfloat16, device=device)
+    # the counts are drawn on the host: bincount's output size depends on the values, which the meta device lacks
+    host = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
+    num_tokens_per_expert = torch.bincount(torch.randint(experts, (tokens,), generator=host), minlength=experts)
+    return x, num_tokens_per_expert.to(device)
 
 
 def reference(x, num_tokens_per_expert):

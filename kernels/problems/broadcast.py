@@ -3,6 +3,7 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._random import generator
 from pkroof.rooflines import Workload
 from pkroof.rooflines.workloads import build
 
@@ -19,8 +20,8 @@ def inputs(rank, world_size, *, seed, device, size_bytes):
     """A (size_bytes / 2,) bf16 buffer on every rank; rank 0's is the one broadcast."""
     if size_bytes % 2:
         raise ValueError(f"broadcast: size_bytes={size_bytes} is not a whole number of bf16 elements (2 B each)")
-    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
-    return (torch.randn(size_bytes // 2, generator=g, dtype=torch.bfloat16).to(device),)
+    g = generator(device, seed * 1000 + rank)
+    return (torch.randn(size_bytes // 2, generator=g, dtype=torch.bfloat16, device=device),)
 
 
 def reference(x):

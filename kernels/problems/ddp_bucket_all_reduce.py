@@ -3,6 +3,8 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._random import generator
+
 CATEGORY = "data-parallel"
 SOURCE = "pytorch/pytorch: torch/distributed/algorithms/ddp_comm_hooks/default_hooks.py::allreduce_hook"
 SHAPES = {  # size_bytes: one gradient bucket
@@ -15,8 +17,8 @@ def inputs(rank, world_size, *, seed, device, size_bytes):
     """This rank's flattened gradient bucket: (size_bytes / 2,) bf16."""
     if size_bytes % 2:
         raise ValueError(f"ddp-bucket-all-reduce: size_bytes={size_bytes} is not a whole number of bf16 elements")
-    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
-    return (torch.randn(size_bytes // 2, generator=g, dtype=torch.bfloat16).to(device),)
+    g = generator(device, seed * 1000 + rank)
+    return (torch.randn(size_bytes // 2, generator=g, dtype=torch.bfloat16, device=device),)
 
 
 def reference(bucket):

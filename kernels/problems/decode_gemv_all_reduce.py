@@ -3,6 +3,7 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._random import generator
 from pkroof.kernels.problems._shapes import per_rank
 
 CATEGORY = "decode"
@@ -23,10 +24,11 @@ SHAPES = {
 def inputs(rank, world_size, *, seed, device, batch, in_features, out_features):
     """x [batch, in_features/P]; weight [out_features, in_features/P] (vLLM's layout, as nn.Linear); bf16."""
     k_local = per_rank(in_features, world_size, "in_features")
-    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
-    x = torch.randn(batch, k_local, generator=g)
-    weight = torch.randn(out_features, k_local, generator=g) * in_features**-0.5  # the sum over ranks is O(1)
-    return x.to(device=device, dtype=torch.bfloat16), weight.to(device=device, dtype=torch.bfloat16)
+    g = generator(device, seed * 1000 + rank)
+    x = torch.randn(batch, k_local, generator=g, dtype=torch.bfloat16, device=device)
+    # the sum over ranks is O(1)
+    weight = torch.randn(out_features, k_local, generator=g, dtype=torch.bfloat16, device=device) * in_features**-0.5
+    return x, weight
 
 
 def reference(x, weight):

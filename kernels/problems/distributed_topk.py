@@ -3,6 +3,8 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._random import generator
+
 CATEGORY = "long-tail"
 SOURCE = "aws-neuron/neuronx-distributed: src/neuronx_distributed/operators/topk.py::topk"
 SHAPES = {  # logits (batch, vocab) split over ranks along vocab; k candidates per row
@@ -21,9 +23,9 @@ def inputs(rank, world_size, *, seed, device, batch, vocab, k):
         raise ValueError(f"distributed-topk: vocab={vocab} is not divisible by the world size {world_size}")
     if k > vocab // world_size:
         raise ValueError(f"distributed-topk: k={k} exceeds the {vocab // world_size} logits per rank")
-    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
-    logits = torch.randn(batch, vocab // world_size, generator=g, dtype=torch.bfloat16)
-    return logits.to(device), torch.tensor(k, device=device)
+    g = generator(device, seed * 1000 + rank)
+    logits = torch.randn(batch, vocab // world_size, generator=g, dtype=torch.bfloat16, device=device)
+    return logits, torch.tensor(k, device=device)
 
 
 def reference(logits, k):

@@ -3,6 +3,8 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._random import generator
+
 CATEGORY = "long-tail"
 SOURCE = "NVIDIA/Megatron-LM: megatron/core/tensor_parallel/layers.py::VocabParallelEmbedding.forward"
 SHAPES = {  # tokens = micro-batch × sequence; the table's vocab rows are split evenly over ranks
@@ -15,10 +17,11 @@ def inputs(rank, world_size, *, seed, device, tokens, vocab, hidden):
     """Token ids, (tokens,) int64, the same on every rank; this rank's rows of the table, (vocab / world_size, hidden) bf16."""
     if vocab % world_size:
         raise ValueError(f"embedding-lookup: vocab={vocab} is not divisible by the world size {world_size}")
+    # the ids are drawn on the host, so that every rank holds the very same ones whatever its device
     ids = torch.randint(vocab, (tokens,), generator=torch.Generator(device="cpu").manual_seed(seed * 1000))
-    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
-    weight = torch.randn(vocab // world_size, hidden, generator=g, dtype=torch.bfloat16)
-    return ids.to(device), weight.to(device)
+    g = generator(device, seed * 1000 + rank)
+    weight = torch.randn(vocab // world_size, hidden, generator=g, dtype=torch.bfloat16, device=device)
+    return ids.to(device), weight
 
 
 def reference(ids, weight):

@@ -3,6 +3,8 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._random import generator
+
 CATEGORY = "data-parallel"
 SOURCE = "pytorch/pytorch: torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py::foreach_all_gather"
 SHAPES = {  # numel: parameters in the group (one transformer block), numel / world_size per rank
@@ -21,8 +23,8 @@ def inputs(rank, world_size, *, seed, device, numel):
     """This rank's flat bf16 shard of the group's parameters: (numel / world_size,)."""
     if numel % world_size:
         raise ValueError(f"fsdp-all-gather-params: numel={numel} is not divisible by the world size {world_size}")
-    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
-    return (torch.randn(numel // world_size, generator=g, dtype=torch.bfloat16).to(device),)
+    g = generator(device, seed * 1000 + rank)
+    return (torch.randn(numel // world_size, generator=g, dtype=torch.bfloat16, device=device),)
 
 
 def reference(shard):

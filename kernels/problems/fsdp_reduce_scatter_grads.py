@@ -3,6 +3,8 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._random import generator
+
 CATEGORY = "data-parallel"
 SOURCE = "pytorch/pytorch: torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py::foreach_reduce"
 SHAPES = {  # numel: gradients in the group (one transformer block); each rank keeps numel / world_size
@@ -21,8 +23,8 @@ def inputs(rank, world_size, *, seed, device, numel):
     """This rank's unsharded flat bf16 gradients, already laid out rank-major (FSDP2's copy-in): (numel,)."""
     if numel % world_size:
         raise ValueError(f"fsdp-reduce-scatter-grads: numel={numel} is not divisible by the world size {world_size}")
-    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
-    return (torch.randn(numel, generator=g, dtype=torch.bfloat16).to(device),)
+    g = generator(device, seed * 1000 + rank)
+    return (torch.randn(numel, generator=g, dtype=torch.bfloat16, device=device),)
 
 
 def reference(grads):

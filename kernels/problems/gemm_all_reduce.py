@@ -3,6 +3,7 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._random import generator
 from pkroof.kernels.problems._shapes import per_rank
 from pkroof.rooflines.workloads import build
 
@@ -23,9 +24,10 @@ SHAPES = {
 def inputs(rank, world_size, *, seed, device, tokens, in_features, out_features):
     """A [tokens, in_features/P] (this rank's slice of K), B [in_features/P, out_features]; bf16."""
     k_local = per_rank(in_features, world_size, "in_features")
-    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
-    a = torch.randn(tokens, k_local, generator=g)
-    b = torch.randn(k_local, out_features, generator=g) * in_features**-0.5  # the sum over all ranks is O(1)
+    g = generator(device, seed * 1000 + rank)
+    a = torch.randn(tokens, k_local, generator=g, device=device)
+    # b: the sum over all ranks is O(1)
+    b = torch.randn(k_local, out_features, generator=g, device=device) * in_features**-0.5
     return a.to(device=device, dtype=torch.bfloat16), b.to(device=device, dtype=torch.bfloat16)
 
 

@@ -3,6 +3,8 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._random import generator
+
 CATEGORY = "long-tail"
 SOURCE = "NVIDIA/physicsnemo: physicsnemo/domain_parallel/shard_utils/halo.py::halo_padding_1d"
 SHAPES = {  # an NHWC image with batch 1, split over ranks by rows (height); halo = kernel_size // 2
@@ -18,9 +20,9 @@ def inputs(rank, world_size, *, seed, device, height, width, channels, halo):
         raise ValueError(f"halo-exchange: height={height} is not divisible by the world size {world_size}")
     if halo > height // world_size:
         raise ValueError(f"halo-exchange: halo={halo} is wider than the {height // world_size} rows per rank")
-    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
-    x = torch.randn(height // world_size, width, channels, generator=g, dtype=torch.bfloat16)
-    return x.to(device), torch.tensor(halo, device=device)
+    g = generator(device, seed * 1000 + rank)
+    x = torch.randn(height // world_size, width, channels, generator=g, dtype=torch.bfloat16, device=device)
+    return x, torch.tensor(halo, device=device)
 
 
 def reference(x, halo):

@@ -3,6 +3,7 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._random import generator
 from pkroof.kernels.problems._shapes import per_rank
 
 CATEGORY = "expert-parallel"
@@ -35,18 +36,18 @@ def inputs(rank, world_size, *, seed, device, tokens_per_rank, hidden, num_exper
     if topk > num_experts:
         raise ValueError(f"topk={topk} is more than num_experts={num_experts}")
 
-    def generator(r):
+    def host(r):  # routing is drawn on the host: every rank redraws every other rank's, identically
         return torch.Generator(device="cpu").manual_seed(seed * 1000 + r)
 
     # token-expert pairs every rank routed to this rank's experts
     received = sum(
-        int(_route(generator(r), tokens_per_rank, num_experts, topk)[0][:, rank * local : (rank + 1) * local].sum())
+        int(_route(host(r), tokens_per_rank, num_experts, topk)[0][:, rank * local : (rank + 1) * local].sum())
         for r in range(world_size)
     )
-    g = generator(rank)
-    routing_map, probs = _route(g, tokens_per_rank, num_experts, topk)
-    expert_out = torch.randn(received, hidden, generator=g).to(torch.bfloat16)
-    return expert_out.to(device), routing_map.to(device), probs.to(device)
+    routing_map, probs = _route(host(rank), tokens_per_rank, num_experts, topk)
+    g = generator(device, seed * 1000 + rank)
+    expert_out = torch.randn(received, hidden, generator=g, dtype=torch.bfloat16, device=device)
+    return expert_out, routing_map.to(device), probs.to(device)
 
 
 def reference(expert_out, routing_map, probs):

@@ -3,6 +3,7 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._random import generator
 from pkroof.kernels.problems._shapes import per_rank
 
 CATEGORY = "expert-parallel"
@@ -26,13 +27,14 @@ def inputs(rank, world_size, *, seed, device, tokens_per_rank, hidden, num_exper
     per_rank(num_experts, world_size, "num_experts")
     if topk > num_experts:
         raise ValueError(f"topk={topk} is more than num_experts={num_experts}")
-    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
-    x = torch.randn(tokens_per_rank, hidden, generator=g).to(torch.bfloat16)
+    g = generator(device, seed * 1000 + rank)
+    x = torch.randn(tokens_per_rank, hidden, generator=g, dtype=torch.bfloat16, device=device)
+    # the router weight is drawn on the host, so that every rank holds the very same one whatever its device
     shared = torch.Generator(device="cpu").manual_seed(seed * 1000 + SHARED)
-    router = torch.randn(num_experts, hidden, generator=shared) * hidden**-0.5  # logits O(1)
+    router = (torch.randn(num_experts, hidden, generator=shared) * hidden**-0.5).to(device)  # logits O(1)
     experts = torch.topk(x.float() @ router.t(), topk, dim=-1).indices  # the router: fp32 logits, top-k
-    routing_map = torch.zeros(tokens_per_rank, num_experts, dtype=torch.bool).scatter_(1, experts, True)
-    return x.to(device), routing_map.to(device)
+    routing_map = torch.zeros(tokens_per_rank, num_experts, dtype=torch.bool, device=device)
+    return x, routing_map.scatter_(1, experts, True)
 
 
 def reference(hidden, routing_map):

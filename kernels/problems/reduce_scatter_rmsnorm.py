@@ -3,6 +3,7 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._random import generator
 from pkroof.kernels.problems._shapes import per_rank
 
 CATEGORY = "tp-norm"
@@ -24,11 +25,13 @@ SHAPES = {
 def inputs(rank, world_size, *, seed, device, tokens, hidden):
     """partial [tokens, hidden] (row-parallel partial sum), residual [tokens/P, hidden] (this rank's shard), gamma."""
     t_local = per_rank(tokens, world_size, "tokens")
-    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
-    partial = torch.randn(tokens, hidden, generator=g) * world_size**-0.5  # the sum over ranks is O(1)
-    residual = torch.randn(t_local, hidden, generator=g)
+    g = generator(device, seed * 1000 + rank)
+    # the sum over ranks is O(1)
+    partial = torch.randn(tokens, hidden, generator=g, dtype=torch.bfloat16, device=device) * world_size**-0.5
+    residual = torch.randn(t_local, hidden, generator=g, dtype=torch.bfloat16, device=device)
+    # gamma is drawn on the host, so that every rank holds the very same one whatever its device
     gamma = 1 + 0.1 * torch.randn(hidden, generator=torch.Generator(device="cpu").manual_seed(seed * 1000 + SHARED))
-    return tuple(t.to(device=device, dtype=torch.bfloat16) for t in (partial, residual, gamma))
+    return partial, residual, gamma.to(device=device, dtype=torch.bfloat16)
 
 
 def reference(partial, residual, gamma):

@@ -3,6 +3,7 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._random import generator
 from pkroof.kernels.problems._shapes import per_rank
 
 CATEGORY = "tp-gemm"
@@ -24,10 +25,10 @@ def inputs(rank, world_size, *, seed, device, tokens, hidden, ffn):
     """x_shard [tokens/P, hidden]; w_fc1 [hidden, 2·ffn/P] = [gate | up] of this rank; w_fc2 [ffn/P, hidden]; bf16."""
     t_local = per_rank(tokens, world_size, "tokens")
     f_local = per_rank(ffn, world_size, "ffn")
-    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
-    x = torch.randn(t_local, hidden, generator=g)
-    w_fc1 = torch.randn(hidden, 2 * f_local, generator=g) * hidden**-0.5
-    w_fc2 = torch.randn(f_local, hidden, generator=g) * ffn**-0.5  # summed over all ranks' slices of ffn
+    g = generator(device, seed * 1000 + rank)
+    x = torch.randn(t_local, hidden, generator=g, device=device)
+    w_fc1 = torch.randn(hidden, 2 * f_local, generator=g, device=device) * hidden**-0.5
+    w_fc2 = torch.randn(f_local, hidden, generator=g, device=device) * ffn**-0.5  # summed over all ranks' slices of ffn
     return tuple(t.to(device=device, dtype=torch.bfloat16) for t in (x, w_fc1, w_fc2))
 
 

@@ -3,6 +3,7 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._random import generator
 from pkroof.kernels.problems._shapes import per_rank
 
 CATEGORY = "sequence-parallel"
@@ -22,8 +23,8 @@ def inputs(rank, world_size, *, seed, device, seq, heads, head_dim):
     """o [seq, heads/P, head_dim]: attention output for the full sequence and this rank's heads; bf16."""
     per_rank(seq, world_size, "seq")
     h_local = per_rank(heads, world_size, "heads")
-    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
-    return (torch.randn(seq, h_local, head_dim, generator=g).to(device=device, dtype=torch.bfloat16),)
+    g = generator(device, seed * 1000 + rank)
+    return (torch.randn(seq, h_local, head_dim, generator=g, dtype=torch.bfloat16, device=device),)
 
 
 def reference(o):

@@ -3,6 +3,7 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._random import generator
 from pkroof.kernels.problems._shapes import per_rank
 
 CATEGORY = "sequence-parallel"
@@ -23,11 +24,11 @@ def inputs(rank, world_size, *, seed, device, seq, heads, kv_heads, head_dim):
     s_local = per_rank(seq, world_size, "seq")
     per_rank(heads, world_size, "heads")
     per_rank(kv_heads, world_size, "kv_heads")
-    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
-    q = torch.randn(s_local, heads, head_dim, generator=g)
-    k = torch.randn(s_local, kv_heads, head_dim, generator=g)
-    v = torch.randn(s_local, kv_heads, head_dim, generator=g)
-    return tuple(t.to(device=device, dtype=torch.bfloat16) for t in (q, k, v))
+    g = generator(device, seed * 1000 + rank)
+    q = torch.randn(s_local, heads, head_dim, generator=g, dtype=torch.bfloat16, device=device)
+    k = torch.randn(s_local, kv_heads, head_dim, generator=g, dtype=torch.bfloat16, device=device)
+    v = torch.randn(s_local, kv_heads, head_dim, generator=g, dtype=torch.bfloat16, device=device)
+    return q, k, v
 
 
 def _seq_to_heads(x):

@@ -3,6 +3,7 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._random import generator
 from pkroof.kernels.problems._shapes import per_rank
 
 CATEGORY = "vocab-parallel"
@@ -23,11 +24,12 @@ SHAPES = {
 def inputs(rank, world_size, *, seed, device, tokens, vocab):
     """logits [tokens, vocab/P] bf16 (this rank's vocab range), target [tokens] int64 global token ids."""
     v_local = per_rank(vocab, world_size, "vocab")
-    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
-    logits = 2 * torch.randn(tokens, v_local, generator=g)
+    g = generator(device, seed * 1000 + rank)
+    logits = 2 * torch.randn(tokens, v_local, generator=g, dtype=torch.bfloat16, device=device)
+    # the targets are drawn on the host, so that every rank holds the very same ones whatever its device
     shared = torch.Generator(device="cpu").manual_seed(seed * 1000 + SHARED)
     target = torch.randint(vocab, (tokens,), generator=shared)
-    return logits.to(device=device, dtype=torch.bfloat16), target.to(device)
+    return logits, target.to(device)
 
 
 def reference(logits, target):

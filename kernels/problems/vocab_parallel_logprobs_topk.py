@@ -3,6 +3,7 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._random import generator
 from pkroof.kernels.problems._shapes import per_rank
 
 CATEGORY = "vocab-parallel"
@@ -26,11 +27,12 @@ def inputs(rank, world_size, *, seed, device, tokens, vocab):
     v_local = per_rank(vocab, world_size, "vocab")
     if v_local < TOPK:
         raise ValueError(f"vocab/P={v_local} is fewer than the {TOPK} top entries each rank nominates")
-    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
-    logits = 2 * torch.randn(tokens, v_local, generator=g)
+    g = generator(device, seed * 1000 + rank)
+    logits = 2 * torch.randn(tokens, v_local, generator=g, dtype=torch.bfloat16, device=device)
+    # the targets are drawn on the host, so that every rank holds the very same ones whatever its device
     shared = torch.Generator(device="cpu").manual_seed(seed * 1000 + SHARED)
     target = torch.randint(vocab, (tokens,), generator=shared)
-    return logits.to(device=device, dtype=torch.bfloat16), target.to(device)
+    return logits, target.to(device)
 
 
 def reference(logits, target):

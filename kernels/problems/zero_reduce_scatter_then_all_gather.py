@@ -3,6 +3,8 @@
 import torch
 import torch.distributed as dist
 
+from pkroof.kernels.problems._random import generator
+
 CATEGORY = "data-parallel"
 # DeepSpeed averages with one dist.reduce per partition (average_tensor), the same traffic as one reduce-scatter,
 # and all-gathers the updated bf16 partitions with all_gather_into_tensor (runtime/utils.py::all_gather_dp_groups)
@@ -24,10 +26,10 @@ def inputs(rank, world_size, *, seed, device, numel):
         raise ValueError(
             f"zero-reduce-scatter-then-all-gather: numel={numel} is not divisible by the world size {world_size}"
         )
-    g = torch.Generator(device="cpu").manual_seed(seed * 1000 + rank)
-    master = torch.randn(numel // world_size, generator=g, dtype=torch.float32)
-    grads = torch.randn(numel, generator=g, dtype=torch.bfloat16)
-    return master.to(device), grads.to(device)
+    g = generator(device, seed * 1000 + rank)
+    master = torch.randn(numel // world_size, generator=g, dtype=torch.float32, device=device)
+    grads = torch.randn(numel, generator=g, dtype=torch.bfloat16, device=device)
+    return master, grads
 
 
 def reference(master, grads):
