@@ -15,9 +15,13 @@ import argparse
 import itertools
 import os
 
-import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
+from pkroof.profilers.launch import keep_multicast_off
+
+keep_multicast_off()  # before torch: its ranks use symmetric memory and NCCL, never with NVLink multicast
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.multiprocessing as mp  # noqa: E402
 
 KINDS = {"all-reduce": 0, "all-gather": 1, "reduce-scatter": 2, "all-to-all": 3}
 CTAS = [16, 32, 64, 128, 256]
