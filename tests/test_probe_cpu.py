@@ -171,6 +171,29 @@ def test_the_sustained_matmul_rate_is_sourced_and_never_above_the_burst():
     assert t.system(2).sustained_flops_for("fp8") == t.gpu.peak_flops["fp8"]  # none measured: the peak
 
 
+def test_each_matmul_runs_with_its_own_tf32_setting_whatever_was_built_last():
+    # the probe builds every dtype's matmul, times their bursts, then times each again for the sustained rate:
+    # the fp32 one must not run as tf32 because the tf32 one was built after it (nor the other way round)
+    from types import SimpleNamespace
+
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    from pkroof.topology.probe_worker import Rank
+
+    before = torch.backends.cuda.matmul.allow_tf32
+    try:
+        rank = SimpleNamespace(device="cpu")
+        fp32, tf32 = Rank._matmul(rank, "fp32", 8), Rank._matmul(rank, "tf32", 8)
+        fp32(0)
+        assert torch.backends.cuda.matmul.allow_tf32 is False
+        tf32(0)
+        assert torch.backends.cuda.matmul.allow_tf32 is True
+        fp32(0)
+        assert torch.backends.cuda.matmul.allow_tf32 is False
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+
+
 def test_spawn_runs_every_rank(tmp_path):
     spawn(spawn_targets.writes_file, 3, (str(tmp_path),), 60, print)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rank0", "rank1", "rank2"]

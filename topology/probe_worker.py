@@ -434,8 +434,14 @@ class Rank:
             t = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32, "fp32": torch.float32}[dtype]
             a = torch.randn(m, m, device=self.device, dtype=t, generator=g)
             b = torch.randn(m, m, device=self.device, dtype=t, generator=g)
-            torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
-            fn = lambda i: torch.matmul(a, b)  # noqa: E731
+            tf32 = dtype == "tf32"
+
+            def fn(i: int) -> torch.Tensor:
+                # set on every call: the sustained pass runs each dtype's fn again after all the bursts, when the
+                # flag holds whatever the last dtype set (fp32 would run as tf32, or tf32 as fp32)
+                torch.backends.cuda.matmul.allow_tf32 = tf32
+                return torch.matmul(a, b)
+
         return fn
 
 
