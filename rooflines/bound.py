@@ -138,12 +138,13 @@ def _cost(
         exposed, chunk_latency_s = 1.0, 0.0
         if m.mechanism is Mechanism.COPY_ENGINE:
             g = min(op.group_size, system.ranks_per_node)
-            exposed = _ce_exposed(tiers.scaleup.bytes / max(1, g - 1))
+            per_peer = tiers.scaleup.bytes / max(1, g - 1)
+            exposed = _ce_exposed(per_peer)
             bw_s += _local_reduce_bytes(op.kind, alg, size, g) * exposed / system.hbm_bandwidth_Bps
             # every chunk after the first is DMAs of its own, each paying the copy engine's start-up α: with no
             # local work at all, 256 MiB collectives on 2xH200 took 2.75-2.88 µs more per extra chunk (a line
             # through 2-16 chunks; the probe's α: 2.77 µs; benchmarks/data/2026-11-30-eighth/call1-ce-sweep.log)
-            chunk_latency_s = (_ce_chunks(tiers.scaleup.bytes / max(1, g - 1)) - 1) * model.latency_s
+            chunk_latency_s = (_ce_chunks(per_peer) - 1) * model.latency_s
         # over symmetric memory the receiver learns that data has landed through a flag: one more dependent
         # step, and the hand-off around it costs what the node's kernels measured (handoff_s, from `pkroof
         # topology calibrate`; h200x2: 2.2-2.8 µs for SM loads or stores, 13.0 µs for the copy engine's stream
