@@ -52,6 +52,15 @@ def topology_text(t: Topology) -> str:
         "  dense peak: "
         + ", ".join(f"{k} {fmt_flops(v)}" for k, v in g.peak_flops.items())
         + f" [{_tag(t, 'gpu.peak_flops')}]",
+        *(
+            [
+                "  under continuous load (predictions of ops of 2 ms or more): "
+                + ", ".join(f"{k} {fmt_flops(v)}" for k, v in g.sustained_flops.items())
+                + f" [{_tag(t, 'gpu.sustained_flops')}]"
+            ]
+            if g.sustained_flops
+            else []
+        ),
         f"  scale-up: {s.kind}, {s.generation}, {s.links_per_gpu} links x {fmt_Bps(s.link_bandwidth_Bps)} = "
         f"{fmt_Bps(s.total_bandwidth_Bps)} per GPU per direction, {_switches(s)}, "
         f"multicast (NVLS) {'yes' if s.multicast else 'no'} [{_tag(t, 'scaleup.link_bandwidth_Bps')}]",

@@ -250,6 +250,8 @@ numbers measured on a degraded node understate a healthy one.<ul>{% for line in 
 <tr><th>GPU</th><td>{{ t.gpu.name }} ({{ t.gpu.arch }}), {{ t.gpu.sm_count }} SMs,
 {{ t.gpu.hbm_capacity_bytes|bytes }} HBM at {{ t.gpu.hbm_bandwidth_Bps|Bps }}</td></tr>
 <tr><th>peak FLOP/s (dense)</th><td>{{ t.gpu.peak_flops|value("peak_flops") }}</td></tr>
+{% if t.gpu.sustained_flops %}<tr><th>FLOP/s under continuous load</th>
+<td>{{ t.gpu.sustained_flops|value("sustained_flops") }} (predictions of ops of 2 ms or more)</td></tr>{% endif %}
 <tr><th>scale-up</th>
 <td>{{ t.scaleup.kind }}, {{ t.scaleup.generation }}: {{ t.scaleup.links_per_gpu }} links
 × {{ t.scaleup.link_bandwidth_Bps|Bps }}

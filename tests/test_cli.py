@@ -146,6 +146,11 @@ def test_presets_and_topology_show():
     probed = runner.invoke(app, ["topology", "show", "h200x2"]).stdout
     rate = duplex_rates(resolve("h200x2").probe.curves)["sm-load"]
     assert "both directions busy" in probed and f"sm-load {fmt_Bps(rate)}" in probed
+    # and the rate its long GEMMs are predicted at, measured (h200x2.json: bf16 666.0e12); a preset has none
+    from pkroof.rooflines.units import fmt_flops
+
+    assert f"under continuous load (predictions of ops of 2 ms or more): bf16 {fmt_flops(666.0e12)}" in probed
+    assert "under continuous load" not in shown.stdout
 
 
 def test_topology_file_works_everywhere(tmp_path):

@@ -340,12 +340,16 @@ def test_topology_page_for_the_measured_preset():
     assert all(fmt_s(f.latency_s) in page for f in topology.probe.fits)  # every fit's α, NCCL's regimes too
     regimes = sum(f.curve == "nccl all-gather" for f in topology.probe.fits)
     assert regimes == 1 or f"nccl all-gather (regime {regimes})" in page  # several regimes are told apart
+    # the sustained matmul rate long GEMMs are predicted at (h200x2.json: bf16 666.0e12), beside the peak
+    from pkroof.rooflines.units import fmt_flops
+
+    assert f"<td>bf16 {fmt_flops(666.0e12)} (predictions of ops of 2 ms or more)</td>" in page
 
 
 def test_topology_page_for_an_analytic_preset_without_probe():
     topology = preset("hgx-h100-8")
     page = html.topology_page(topology)
-    assert "Not probed" in page and "Health flags" not in page
+    assert "Not probed" in page and "Health flags" not in page and "under continuous load" not in page
     assert page.count(">GPU ") == 8 and page.count(">NIC ") == topology.nic.count_per_node
     assert "4 × NVSwitch" in page and "model (spec)" in page
     assert _links(page).script_srcs == ["plotly.min.js"]
