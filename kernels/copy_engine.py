@@ -44,6 +44,11 @@ LOCAL_COPY = os.environ.get("PKROOF_CE_LOCAL_COPY", "sm")
 # 1 GiB; slower only for the all-gather at 64 MiB (142.8 vs 128.5, 4 chunks against 2 of 16 MiB).
 SCHEDULE = os.environ.get("PKROOF_CE_SCHEDULE", "halving")
 TAIL_BYTES, MAX_CHUNK_BYTES = 4 << 20, 64 << 20
+# copy streams the chunks alternate over. On one stream a DMA starts only once the one before it has finished, so
+# each chunk boundary leaves the link idle for the copy engine's α; on two, the next chunk's DMA is already under
+# way. Local DMAs on one H200 (benchmarks/2026-12-01-one-gpu-h200.md): 128 MiB in 16 chunks took 32.1 µs more
+# than one copy on one stream, 4.8 µs more on two. Not yet measured over NVLink, so one stream stays the default.
+COPY_STREAMS = int(os.environ.get("PKROOF_CE_STREAMS", "1"))
 
 
 def chunk_bounds(span: int, itemsize: int) -> list[tuple[int, int]]:
@@ -72,32 +77,39 @@ def _halving_bounds(span: int, itemsize: int) -> list[tuple[int, int]]:
 
 
 class Streams:
-    """The calling stream, a copy stream for the DMAs and a signal stream for the READY raises after them."""
+    """The calling stream, COPY_STREAMS copy streams for the DMAs and a signal stream for the READY raises."""
 
     def __init__(self) -> None:
         self.main = torch.cuda.current_stream()
-        self.copy, self.signal = side_stream(0), side_stream(1)
-        self.copy.wait_stream(self.main)
-        self.signal.wait_stream(self.main)
+        self.copies = [side_stream(0), *(side_stream(2 + i) for i in range(COPY_STREAMS - 1))]
+        self.signal = side_stream(1)
+        for stream in (*self.copies, self.signal):
+            stream.wait_stream(self.main)
 
-    def on_copy(self) -> AbstractContextManager:
-        return torch.cuda.stream(self.copy)
+    def on_copy(self, chunk: int = 0) -> AbstractContextManager:
+        """The copy stream of chunk `chunk` (chunks alternate over the copy streams)."""
+        return torch.cuda.stream(self.copies[chunk % len(self.copies)])
 
-    def after_copies(self, fn: Callable[[], None]) -> None:
-        """Run fn on the signal stream once every DMA issued so far on the copy stream has completed."""
+    def copies_after_first(self) -> None:
+        """Every other copy stream waits for what the first has been given so far (the peers' credits)."""
+        for stream in self.copies[1:]:
+            stream.wait_stream(self.copies[0])
+
+    def after_copies(self, chunk: int, fn: Callable[[], None]) -> None:
+        """Run fn on the signal stream once chunk `chunk`'s DMAs (and every chunk's before it) have completed."""
         done = torch.cuda.Event()
-        done.record(self.copy)
-        self.signal.wait_event(done)
+        done.record(self.copies[chunk % len(self.copies)])
+        self.signal.wait_event(done)  # the signal stream runs in chunk order, so READY is raised in chunk order
         with torch.cuda.stream(self.signal):
             fn()
 
     def main_after_copy_so_far(self) -> None:
-        """Hold the calling stream until the work issued on the copy stream so far has completed."""
-        self.main.wait_stream(self.copy)
+        """Hold the calling stream until the work issued on the first copy stream so far has completed."""
+        self.main.wait_stream(self.copies[0])
 
     def join(self) -> None:
-        self.main.wait_stream(self.copy)
-        self.main.wait_stream(self.signal)
+        for stream in (*self.copies, self.signal):
+            self.main.wait_stream(stream)
 
 
 def _pipelined(
@@ -123,16 +135,18 @@ def _pipelined(
         slots = {p: ws.peer_view(name, numel, dtype, p)[ws.rank * span : (ws.rank + 1) * span] for p in to}
         for p in to:
             ws.wait(CE_FREE, p, credit=1)
-        if meanwhile is not None:
-            # meanwhile's work only once the peers' credits are in: issued at the same moment as the credit waits
-            # (one-CTA kernels), its grid went first and the DMAs started after it when calls ran back to back
-            # (all-gather at 1 GiB on 2xH200: 1476.4 µs a call alone, 1641.8 three in a row; 1431.6 with no local
-            # work: benchmarks/data/2026-11-30-ninth/call3-ce-calls.log)
-            streams.main_after_copy_so_far()
-        for lo, hi in bounds:
+    streams.copies_after_first()
+    if meanwhile is not None:
+        # meanwhile's work only once the peers' credits are in: issued at the same moment as the credit waits
+        # (one-CTA kernels), its grid went first and the DMAs started after it when calls ran back to back
+        # (all-gather at 1 GiB on 2xH200: 1476.4 µs a call alone, 1641.8 three in a row; 1431.6 with no local
+        # work: benchmarks/data/2026-11-30-ninth/call3-ce-calls.log)
+        streams.main_after_copy_so_far()
+    for chunk, (lo, hi) in enumerate(bounds):
+        with streams.on_copy(chunk):
             for p in to:
                 slots[p][lo:hi].copy_(data[p][lo:hi])
-            streams.after_copies(lambda: _raise(CE_READY, to))
+        streams.after_copies(chunk, lambda: _raise(CE_READY, to))
     if meanwhile is not None:
         meanwhile()
     rows = inbox.view(ws.world, span)

@@ -19,7 +19,7 @@ from .run import Job, finish, resolve_impl, run_job
 REFERENCE_PAIR = {"mechanism": "nccl", "schedule": "serial"}  # PyTorch + torch.distributed: compute, then NCCL
 HEADER = (
     f"{'problem':26} {'shape':20} {'impl':33} {'size':>10} {'status':9} {'time':>10} {'link GB/s':>9} "
-    f"{'t_roof':>10} {'roof':>5} {'vs ref':>6}"
+    f"{'t_roof':>10} {'roof':>5} {'vs ref':>6} {'SM MHz':>6}"
 )
 
 
@@ -72,6 +72,7 @@ def _row(r: dict[str, Any]) -> str:
     link = r.get("achieved_link_Bps")
     roof = r.get("fraction_of_roofline")
     speed = r.get("speedup_vs_reference")
+    clock = r.get("sm_clock_mhz")  # the slowest rank's median SM clock during the samples
     problem = Path(r["problem"]).stem.replace("_", "-") if r["problem"].endswith(".py") else r["problem"]
     impl = r["impl"].rpartition("/")[2]
     size = r.get("comm_bytes")
@@ -79,7 +80,8 @@ def _row(r: dict[str, Any]) -> str:
         f"{problem[:26]:26} {r['shape'][:20]:20} {impl[:33]:33} {fmt_bytes(size) if size else '-':>10} "
         f"{r['status']:9} "
         f"{fmt_s(median) if median else '-':>10} {f'{link / 1e9:.1f}' if link else '-':>9} "
-        f"{fmt_s(r['t_roof_s']):>10} {f'{roof:.0%}' if roof else '-':>5} {f'{speed:.2f}x' if speed else '-':>6}"
+        f"{fmt_s(r['t_roof_s']):>10} {f'{roof:.0%}' if roof else '-':>5} {f'{speed:.2f}x' if speed else '-':>6} "
+        f"{f'{clock:.0f}' if clock else '-':>6}"
     )
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from pkroof.kernels.declare import reported_comm_sms
 
+from .gpu_state import slowest
 from .launch import RankFailedError, RankTimeoutError, phase, run_ranks
 from .problems import Problem, load
 
@@ -197,10 +198,12 @@ def _time_gpu(fn: Callable[[int], Any], device: Any) -> dict[str, Any]:
     def barrier() -> None:
         dist.all_reduce(token)
 
+    watch = _watch(device)
     phase("timing (eager samples)")
-    eager = time_device(
-        fn, iters=ITERS, calls_per_sample=INPUT_SETS, graph=False, barrier=barrier, group=dist.group.WORLD
-    )
+    with watch("eager"):
+        eager = time_device(
+            fn, iters=ITERS, calls_per_sample=INPUT_SETS, graph=False, barrier=barrier, group=dist.group.WORLD
+        )
     out = {"mode": "eager", "samples_s": list(eager.samples_s), "eager_median_s": eager.median_s}
     out["calls_per_sample"] = INPUT_SETS
     try:
@@ -211,15 +214,53 @@ def _time_gpu(fn: Callable[[int], Any], device: Any) -> dict[str, Any]:
         )  # fmt: skip
         calls = calls_per_sample(pilot.median_s)  # the slowest rank's samples, so every rank counts the same
         phase(f"timing (graph samples of {calls} calls)")
-        graph = time_device(
-            fn, iters=ITERS, calls_per_sample=calls, graph=True, barrier=barrier, group=dist.group.WORLD
-        )
+        with watch("graph"):
+            graph = time_device(
+                fn, iters=ITERS, calls_per_sample=calls, graph=True, barrier=barrier, group=dist.group.WORLD
+            )
         out |= {"mode": "graph", "samples_s": list(graph.samples_s), "calls_per_sample": calls}
         out["pilot_median_s"] = pilot.median_s
     except Exception as e:  # not every implementation can be captured (host syncs, CPU-side splits): eager then
         out["graph_error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         torch.cuda.synchronize()
+    states: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(states, watch.summary(out["mode"]))  # each GPU during the samples the record keeps
+    if any(states):
+        out["gpu_state"] = [{"rank": r} | s for r, s in enumerate(states) if s]
     return out
+
+
+class _Watches:
+    """One gpu_state.Watch per timing phase on this rank's GPU; nothing at all where NVML cannot name the GPU."""
+
+    def __init__(self, nvml: Any, index: int | None) -> None:
+        self.nvml, self.index = nvml, index
+        self.done: dict[str, Any] = {}
+
+    def __call__(self, name: str) -> Any:
+        import contextlib
+
+        from .gpu_state import Watch
+
+        if self.index is None:
+            return contextlib.nullcontext()
+        self.done[name] = Watch(self.nvml, self.index)
+        return self.done[name]
+
+    def summary(self, name: str) -> dict[str, Any] | None:
+        return self.done[name].summary() if name in self.done else None
+
+
+def _watch(device: Any) -> _Watches:
+    import torch
+
+    from pkroof.topology.nvml import Nvml
+
+    from .gpu_state import nvml_index
+
+    nvml = Nvml()
+    uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
+    return _Watches(nvml, nvml_index(nvml, f"GPU-{uuid}") if uuid is not None else None)
 
 
 def _job(rank: int, world: int, job: Job) -> dict[str, Any]:
@@ -345,4 +386,5 @@ def finish(
         out["speedup_vs_reference"] = reference_s / stats["median_s"] if reference_s else None
         if record.get("predicted_s") and backend == "nccl":  # how far the model's prediction for this pair is off
             out["prediction_error"] = (stats["median_s"] - record["predicted_s"]) / record["predicted_s"]
+        out |= slowest(record["timing"].get("gpu_state", []))  # sm_clock_mhz, power_capped
     return out

@@ -30,6 +30,8 @@ NUMBERS = (
     "comm_bytes",
     "predicted_s",
     "prediction_error",
+    "sm_clock_mhz",
+    "power_capped",
 )
 ENVIRONMENT = ("gpu", "driver", "cuda", "nccl", "torch", "triton", "settings", "host", "backend", "topology", "command")
 RECORD_COLUMNS = (

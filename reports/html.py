@@ -201,7 +201,9 @@ at {{ summary.get("link_bandwidth_Bps")|Bps }}</td></tr>
 <th class="num">median</th><th class="num">p10 – p90</th><th class="num">% of roofline</th>
 <th class="num">speedup vs reference</th><th>mechanism / schedule</th><th class="num">predicted</th>
 <th class="num">model error</th>
-<th class="num">achieved link</th><th class="num">comm size</th><th>message</th></tr></thead><tbody>
+<th class="num">achieved link</th><th class="num">comm size</th>
+<th class="num" title="median SM clock during the timed samples, slowest rank; in brackets the share of that time
+the power policy held the clock down">SM clock</th><th>message</th></tr></thead><tbody>
 {% for r in rows %}<tr>
 <td class="mono">{{ r.impl }}</td><td>{{ r.shape|text }}</td><td class="num">{{ r.world_size|text }}</td>
 <td class="status-{{ r.status }}">{{ r.status|text }}</td>
@@ -215,6 +217,8 @@ at {{ summary.get("link_bandwidth_Bps")|Bps }}</td></tr>
 <td class="num" data-sort="{{ r.prediction_error|sort_key }}">{{ r.prediction_error|pct }}</td>
 <td class="num" data-sort="{{ r.achieved_link_Bps|sort_key }}">{{ r.achieved_link_Bps|Bps }}</td>
 <td class="num" data-sort="{{ r.comm_bytes|sort_key }}">{{ r.comm_bytes|bytes }}</td>
+<td class="num" data-sort="{{ r.sm_clock_mhz|sort_key }}">{{ r.sm_clock_mhz|mhz }}
+<span class="na">{{ r.power_capped|capped }}</span></td>
 <td class="message">{% if r.status != "correct" %}{{ r.message }}{% endif %}</td>
 </tr>{% endfor %}
 </tbody></table>
@@ -329,6 +333,8 @@ _ENV.filters |= {
     "Bps": _fmt(fmt_Bps),
     "pct": _fmt(lambda f: f"{f:.0%}"),
     "times": _fmt(lambda x: f"{x:.2f}×"),
+    "mhz": _fmt(lambda x: f"{x:.0f} MHz"),
+    "capped": lambda x: "" if _missing(x) or x < 0.05 else f"({x:.0%} power-capped)",
     "pct_class": _pct_class,
     "sort_key": _sort_key,
     "text": _fmt(str),

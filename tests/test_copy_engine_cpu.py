@@ -70,10 +70,13 @@ class _InlineStreams:  # the calling thread stands in for all three streams
     def __init__(self):
         pass
 
-    def on_copy(self):
+    def on_copy(self, chunk=0):
         return contextlib.nullcontext()
 
-    def after_copies(self, fn):
+    def copies_after_first(self):
+        pass
+
+    def after_copies(self, chunk, fn):
         fn()
 
     def main_after_copy_so_far(self):

@@ -35,6 +35,9 @@ def test_references_and_torch_fast_paths_on_gpus(tmp_path):
         if timing["mode"] == "graph":  # every rank sized its graph samples by the same pilot
             assert timing["calls_per_sample"] == calls_per_sample(timing["pilot_median_s"]), (problem, impl)
             assert timing["pilot_median_s"] >= r["median_s"] * 0.9  # 3-call samples carry the start-up: slower
+        # every rank's GPU state during the kept samples; the record holds the slowest rank's clock
+        assert [s["rank"] for s in timing["gpu_state"]] == [0, 1], (problem, impl)
+        assert r["sm_clock_mhz"] == min(s["sm_clock_mhz"] for s in timing["gpu_state"])
     reference = by[("all-reduce", "reference")]
     assert (reference["mechanism"], reference["schedule"]) == ("nccl", "serial")
     assert "prediction_error" in reference

@@ -42,7 +42,15 @@ def _record(problem: str, impl: str, status: str, median: float | None = None, *
 def _records() -> list[dict]:
     return [
         _record("all-reduce", "reference", "correct", 100e-6),
-        _record("all-reduce", "custom/sm-store", "correct", 50e-6, speedup_vs_reference=100e-6 / 50e-6),
+        _record(
+            "all-reduce",
+            "custom/sm-store",
+            "correct",
+            50e-6,
+            speedup_vs_reference=100e-6 / 50e-6,
+            sm_clock_mhz=1455.0,
+            power_capped=0.9,
+        ),
         _record("all-reduce", "custom/tma", "incorrect", message="max abs error 3e-2 > 1e-3 on rank 1"),
         _record("all-gather", "reference", "correct", 80e-6),
         _record("all-gather", "custom/ce", "timeout", message="timed out after 60 s"),
@@ -293,6 +301,7 @@ def test_index_links_point_at_written_files_and_colour_fractions(tmp_path):
     problem = (tmp_path / "report" / "problem-all-reduce.html").read_text()
     assert "max abs error 3e-2 &gt; 1e-3 on rank 1" in problem
     assert "sm-store / inter-sm" in problem and "2.10×" in problem
+    assert re.search(r"1455 MHz\s*<span class=\"na\">\(90% power-capped\)", problem)  # the clock it ran at
 
 
 def test_a_report_folder_is_replaced_whole(tmp_path):

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# What one H200 can check (kind nvidia-h200; the 2-GPU kinds were not lent on 2026-12-01):
+#   bash benchmarks/device_run_one_gpu.sh tenth   single-GPU tests (GPU-state watch, probe copy kernels, emulated
+#                                                 ranks), the watch against idle and matmuls, copy-engine chunking
+#   bash benchmarks/device_run_one_gpu.sh tenth2  the copy-engine collectives on emulated ranks (tests/emulate_ce.py):
+#                                                 every case, then 2 ranks timed by copy streams; the GPU-state tests
+#   bash benchmarks/device_run_one_gpu.sh tenth3  the same cases after warming every flag-kernel variant, through
+#                                                 tests/test_copy_engine_gpu.py too
+set -u
+export PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | grep -v WARNING | tail -2
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv \
+  > "$OUT/gpus.csv"
+if [ "${1:-tenth}" = tenth ]; then
+  timeout 240 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_state.py tests/test_probe_gpu.py \
+    tests/test_profiler_gpu.py 2>&1 | tee "$OUT/gpu-tests.log" | tail -6
+  timeout 60 python3 benchmarks/gpu_state_check.py 2>&1 | tee "$OUT/gpu-state.log"
+  timeout 180 python3 benchmarks/ce_alpha.py 16 64 128 2>&1 | grep -v Warning | tee "$OUT/ce-alpha.log"
+elif [ "$1" = tenth2 ]; then
+  timeout 420 python3 tests/emulate_ce.py --time 2>&1 | grep -v Warning | tee "$OUT/emulate-ce.log" | grep -v "^ok"
+  echo "$(grep -c '^ok' "$OUT/emulate-ce.log") ok, $(grep -c '^FAIL' "$OUT/emulate-ce.log") failed"
+  timeout 100 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_state.py 2>&1 | tail -2
+elif [ "$1" = tenth3 ]; then
+  start=$(date +%s)
+  timeout 300 python3 tests/emulate_ce.py 2>&1 | grep -v Warning | tee "$OUT/emulate-ce.log" | grep -v "^ok"
+  echo "$(grep -c '^ok' "$OUT/emulate-ce.log") ok, $(grep -c '^FAIL' "$OUT/emulate-ce.log") failed in $(( $(date +%s) - start )) s"
+  timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_copy_engine_gpu.py 2>&1 | tail -2
+fi

@@ -1,0 +1,281 @@
+"""pkroof's copy-engine collectives with N ranks emulated on one GPU: real DMAs, real flag kernels, real streams.
+
+tests/test_copy_engine_cpu.py checks which bytes go where with the streams collapsed into threads; this runs the
+same code on a GPU as it runs on a node, except that every rank lives on the one GPU. Each emulated rank has its
+own calling stream, copy streams and signal stream, its own event flags and counters (the workspace's real signal
+and wait kernels), and its own inbox, which the other ranks address as a peer buffer (the DMAs are local copies
+here, not NVLink ones). The host issues every rank's calls one rank after another without waiting; the GPU runs
+them together, each rank's waits spinning until the others' raises arrive, so the READY/FREE protocol, the
+chunk order across copy streams and the one-credit reuse of the inboxes are checked with real asynchrony. Three
+calls in a row with fresh inputs: a rank that overwrote an inbox slot before its peer consumed it, or a chunk
+consumed before its DMA landed, gives wrong elements. Expected values: plain torch on the stacked inputs.
+
+    python tests/emulate_ce.py          # every case; exits 1 on the first mismatch (needs one GPU)
+    python tests/emulate_ce.py --time   # also times 2 emulated ranks by copy streams (local DMAs: a proxy only)
+
+A wait gives up after symm.MAX_POLLS polls, so a broken protocol gives wrong results, not a hang.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from dataclasses import dataclass, field
+
+os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "32")  # before CUDA starts: a hardware queue per stream,
+# so one rank's spinning wait never sits in front of the raise it waits for
+os.environ["CUDA_MODULE_LOADING"] = "EAGER"  # a kernel loaded lazily, at its first launch, can wait for the kernels
+# running (CUDA's lazy-loading notes), here spinning waits that only a later rank's work would end
+
+import torch
+
+from pkroof.kernels import copy_engine, symm
+
+sys.path.insert(0, os.path.dirname(__file__))
+from emulate import _expected
+
+COLLECTIVES = {
+    "all-gather": copy_engine.all_gather_ce,
+    "all-to-all": copy_engine.all_to_all_ce,
+    "reduce-scatter": copy_engine.reduce_scatter_ce,
+    "all-reduce": copy_engine.all_reduce_ce,
+}
+
+
+@dataclass
+class EmulatedWorkspace(symm.Workspace):
+    """A rank's workspace whose symmetric buffers are plain allocations that every emulated rank can reach."""
+
+    shared: dict = field(default_factory=dict)  # (rank, name, numel, dtype) -> that rank's buffer
+
+    def _of(self, rank: int, name: str, numel: int, dtype: torch.dtype) -> torch.Tensor:
+        key = (rank, name, numel, dtype)
+        if key not in self.shared:
+            self.shared[key] = torch.full((numel,), float("nan"), dtype=dtype, device=self.device)
+        return self.shared[key]
+
+    def buffer(self, name, numel, dtype):
+        key = ("table", name, numel, dtype)
+        if key not in self.counters:  # made once: a host-to-device copy waits for this rank's stream
+            peers = [self._of(p, name, numel, dtype) for p in range(self.world)]
+            self.counters[key] = torch.tensor([b.data_ptr() for b in peers], dtype=torch.int64, device=self.device)
+        return self._of(self.rank, name, numel, dtype), self.counters[key]
+
+    def peer_view(self, name, numel, dtype, peer):
+        return self._of(peer, name, numel, dtype)
+
+
+class Ranks:
+    """`world` emulated ranks on the current GPU; `call` makes copy_engine see each rank's workspace and streams
+    while the host issues that rank's work.
+
+    The host issues rank 0's whole call before rank 1's, so rank 0's waits spin on the GPU until rank 1's work is
+    issued. Anything that synchronises the device in between (a cudaMalloc for a size the caching allocator has
+    not cached; seen as wrong results in the first case of each collective and world on 2026-12-01) would wait
+    for those spins, which wait for the host: a deadlock that only the waits' poll cap ends, with wrong results.
+    So each rank's calling stream gets `reserve` bytes cached (large and small pools) before anything is issued,
+    nothing else allocates during a call, and the flag kernels are compiled and loaded first (`warm`)."""
+
+    def __init__(self, world: int, reserve: int = 8 << 20) -> None:
+        device = torch.device("cuda", torch.cuda.current_device())
+        zeros = lambda n, dtype=torch.int32: torch.zeros(n, dtype=dtype, device=device)  # noqa: E731
+        events = [zeros(symm.EVENT_SLOTS * world) for _ in range(world)]
+        event_table = torch.tensor([e.data_ptr() for e in events], dtype=torch.int64, device=device)
+        shared: dict = {}
+        counters = symm.EVENT_SLOTS * world
+
+        def workspace(rank: int) -> EmulatedWorkspace:  # the collectives' CTA flags are not used by the copy engine
+            unused = zeros(1), zeros(world, torch.int64), zeros(1)
+            return EmulatedWorkspace(
+                "emulated",
+                device,
+                rank,
+                world,
+                *unused,
+                events[rank],
+                event_table,
+                zeros(counters),
+                zeros(counters),
+                shared=shared,
+            )
+
+        self.workspaces = [workspace(rank) for rank in range(world)]
+        # torch.cuda.Stream() hands out torch's pool of 32 streams in turn: only the streams a rank uses are made,
+        # so up to 8 ranks x (calling, copy, signal) or 4 ranks x (calling, 2 copy, signal) are all distinct
+        self.streams: dict[tuple[int, int], torch.cuda.Stream] = {}
+        self.main = [torch.cuda.Stream() for _ in range(world)]
+        for stream in self.main:  # freed at once: cached for allocations on that stream
+            with torch.cuda.stream(stream):
+                torch.empty(reserve, dtype=torch.uint8, device=device)
+                torch.empty(1 << 20, dtype=torch.uint8, device=device)  # a small-pool segment (2 MiB)
+        torch.cuda.synchronize()
+        self.rank = 0
+        copy_engine.workspace = lambda: self.workspaces[self.rank]
+        copy_engine.side_stream = self.side_stream
+
+    def warm(self) -> None:
+        """Compile and load every variant of the signal and wait kernels a call will launch (Triton specialises
+        integer arguments equal to 1 or divisible by 16: rank, peer and credit), for every event the copy engine
+        uses: every rank raises each event on every rank twice, then waits for each with and without a credit, so
+        no wait spins on a raise not yet issued. The counters and flags are zeroed after."""
+        for event in (copy_engine.CE_READY, copy_engine.CE_FREE):
+            for ws, peer in itertools.product(self.workspaces, range(len(self.workspaces))):
+                ws.signal(event, peer)
+                ws.signal(event, peer)
+        torch.cuda.synchronize()
+        for event in (copy_engine.CE_READY, copy_engine.CE_FREE):
+            for ws, peer in itertools.product(self.workspaces, range(len(self.workspaces))):
+                ws.wait(event, peer)
+                ws.wait(event, peer, credit=1)
+        torch.cuda.synchronize()
+        for ws in self.workspaces:
+            ws.events.zero_()
+            ws.sent.zero_()
+            ws.received.zero_()
+        torch.cuda.synchronize()
+
+    def side_stream(self, index: int = 0) -> torch.cuda.Stream:
+        key = (self.rank, index)
+        if key not in self.streams:
+            self.streams[key] = torch.cuda.Stream()
+        return self.streams[key]
+
+    def call(self, fn, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        """fn on every rank, rank r on inputs[r]; issued rank after rank, run together; not synchronised."""
+        outs = []
+        for rank, x in enumerate(inputs):
+            self.rank = rank
+            self.main[rank].wait_stream(torch.cuda.current_stream())  # the inputs were drawn there
+            with torch.cuda.stream(self.main[rank]):
+                outs.append(fn(x))
+        for main in self.main:
+            torch.cuda.current_stream().wait_stream(main)
+        return outs
+
+
+def configure(schedule: str, streams: int, local_copy: str, tail_bytes: int) -> None:
+    copy_engine.SCHEDULE, copy_engine.COPY_STREAMS, copy_engine.LOCAL_COPY = schedule, streams, local_copy
+    copy_engine.TAIL_BYTES = copy_engine.CHUNK_BYTES = tail_bytes
+
+
+def _wrong(kind: str, world: int, xs: list[torch.Tensor], outs: list[torch.Tensor]) -> str | None:
+    for rank, out in enumerate(outs):
+        want = _expected(kind, xs, rank)
+        # the kernels add in bf16, rounding after each peer (at most half an ulp, 2^-9 of a partial sum under ~11
+        # for 8 ranks of randn: 0.02 a rounding); the expectation rounds once. A misplaced or missing element is
+        # off by O(1).
+        atol = 0.025 * (world - 1) if kind in ("all-reduce", "reduce-scatter") else 0.0
+        bad = ~torch.isclose(out.reshape(-1).float(), want.float(), rtol=1.6e-2, atol=atol)
+        if bad.any():
+            return f"rank {rank}: {int(bad.sum())} of {bad.numel()} wrong"
+    return None
+
+
+def _draw(g: torch.Generator, world: int, n: int) -> list[torch.Tensor]:
+    return [torch.randn(n, generator=g, device="cuda").to(torch.bfloat16) for _ in range(world)]
+
+
+def check(kind: str, world: int, n: int, calls: int = 3) -> str | None:
+    """None if `calls` calls in a row are right on every rank, else what was wrong."""
+    ranks = Ranks(world)
+    ranks.warm()
+    g = torch.Generator(device="cuda").manual_seed(world * 1000 + n)
+    issued = []
+    for _ in range(calls):
+        xs = _draw(g, world, n)
+        issued.append((xs, ranks.call(COLLECTIVES[kind], xs)))
+    torch.cuda.synchronize()
+    for call, (xs, outs) in enumerate(issued):
+        why = _wrong(kind, world, xs, outs)
+        if why is not None:
+            return f"call {call}, {why}"
+    return None
+
+
+def check_graph(kind: str, world: int, n: int, replays: int = 3) -> str | None:
+    """As the profiler times it: one eager call (it makes the inboxes), then each rank's call captured in a CUDA
+    graph on that rank's calling stream, and all the graphs replayed together `replays` times on fresh inputs."""
+    ranks = Ranks(world)
+    ranks.warm()
+    g = torch.Generator(device="cuda").manual_seed(world * 1000 + n + 1)
+    xs = _draw(g, world, n)
+    why = _wrong(kind, world, xs, ranks.call(COLLECTIVES[kind], xs))
+    torch.cuda.synchronize()
+    if why is not None:
+        return f"eager call, {why}"
+    graphs, outs = [], []
+    for rank in range(world):
+        ranks.rank = rank
+        graphs.append(torch.cuda.CUDAGraph())
+        with torch.cuda.graph(graphs[-1], stream=ranks.main[rank]):
+            outs.append(COLLECTIVES[kind](xs[rank]))
+    for replay in range(replays):
+        fresh = _draw(g, world, n)
+        for x, f in zip(xs, fresh, strict=True):
+            x.copy_(f)
+        torch.cuda.synchronize()
+        for rank, graph in enumerate(graphs):
+            with torch.cuda.stream(ranks.main[rank]):
+                graph.replay()
+        torch.cuda.synchronize()
+        why = _wrong(kind, world, fresh, outs)
+        if why is not None:
+            return f"replay {replay}, {why}"
+    return None
+
+
+def cases():
+    """(check, kind, world, elements, schedule, copy streams, local copy): odd chunks, several per call. Eager
+    calls at every setting; graphs at 2-4 ranks with the default schedule and copy-out."""
+    for kind, world, schedule, streams, local in itertools.product(
+        COLLECTIVES, (2, 3, 4, 8), ("halving", "equal"), (1, 2), ("sm", "dma")
+    ):
+        if world == 8 and streams == 2:  # 8 ranks x 4 streams, beside the default stream: more than 32
+            continue
+        n = world * 3001 if kind in ("all-to-all", "reduce-scatter") else 3001
+        yield check, kind, world, n, schedule, streams, local
+        if world < 8 and (schedule, local) == ("halving", "sm"):
+            yield check_graph, kind, world, n, schedule, streams, local
+
+
+def run_all() -> int:
+    failures = 0
+    for fn, kind, world, n, schedule, streams, local in cases():
+        configure(schedule, streams, local, tail_bytes=1024)  # 512-element tail: 3001 elements are 4-6 chunks
+        why = fn(kind, world, n)
+        label = f"{'graph' if fn is check_graph else 'eager'} {kind} world={world} n={n} schedule={schedule} "
+        label += f"copy_streams={streams} local={local}"
+        print(f"{'ok  ' if why is None else 'FAIL'} {label}{'' if why is None else ': ' + why}", flush=True)
+        failures += why is not None
+    return failures
+
+
+def time_streams(mib: int = 256) -> None:
+    """Two emulated ranks on one GPU, back-to-back calls: µs per call (both ranks' work shares the GPU)."""
+    for kind in COLLECTIVES:
+        for streams in (1, 2):
+            configure("halving", streams, "sm", tail_bytes=4 << 20)
+            ranks = Ranks(2, reserve=2 * (mib << 20))
+            ranks.warm()
+            n = (mib << 20) // 2
+            xs = [torch.randn(n, device="cuda").to(torch.bfloat16) for _ in range(2)]
+            for _ in range(2):
+                ranks.call(COLLECTIVES[kind], xs)
+            torch.cuda.synchronize()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(10):
+                ranks.call(COLLECTIVES[kind], xs)
+            end.record()
+            end.synchronize()
+            print(f"time {kind} {mib} MiB, 2 emulated ranks, copy_streams={streams}: "
+                  f"{start.elapsed_time(end) * 100:.1f} µs per call", flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    print(f"# {torch.cuda.get_device_name()}, CUDA_DEVICE_MAX_CONNECTIONS={os.environ['CUDA_DEVICE_MAX_CONNECTIONS']}")
+    bad = run_all()
+    if "--time" in sys.argv:
+        time_streams()
+    sys.exit(1 if bad else 0)
