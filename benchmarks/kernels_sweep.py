@@ -4,6 +4,7 @@
                                          [--ctas 16,32,64,128,256]   (default: 64MiB 256KiB, 4096, pull,push)
     python3 benchmarks/kernels_sweep.py [SIZE ...] --ce-chunks 0,8,16 [--ce-local dma,sm,none]  CE chunk MiB (0: halve)
                                          [--ce-calls 1,3]  calls per sample (the profiler: 3 at these sizes)
+                                         [--ce-streams 1,2]  copy streams the chunks alternate over
 
 One process per GPU; each configuration is timed by pkroof's own timing function (CUDA graphs, 20 samples,
 slowest rank) on one fixed input; correctness is the profiler's job, not this script's. The block size is
@@ -28,7 +29,13 @@ CTAS = [16, 32, 64, 128, 256]
 
 
 def _ce_rows(
-    world: int, sizes: list[str], chunks_mib: list[int], locals_: list[str], calls_list: list[int], show
+    world: int,
+    sizes: list[str],
+    chunks_mib: list[int],
+    locals_: list[str],
+    calls_list: list[int],
+    streams_list: list[int],
+    show,
 ) -> list[tuple]:
     import pkroof.kernels.copy_engine as ce
     from pkroof.profilers.timing import time_device
@@ -47,8 +54,9 @@ def _ce_rows(
                 # collective's) to tell the link pipeline's cost from the local work's
                 ce._pipelined = plain if local != "none" else _no_local_work(plain)
                 ce.LOCAL_COPY = local if local != "none" else "sm"
-                for mib, calls in itertools.product(chunks_mib, calls_list):  # 0 MiB: the halving schedule
+                for mib, calls, streams in itertools.product(chunks_mib, calls_list, streams_list):  # 0 MiB: halving
                     ce.SCHEDULE, ce.CHUNK_BYTES = ("halving", 1) if mib == 0 else ("equal", mib << 20)
+                    ce.COPY_STREAMS = streams
                     t = time_device(
                         lambda i, f=fn, x=x: f(x),
                         iters=20,
@@ -56,7 +64,7 @@ def _ce_rows(
                         barrier=dist.barrier,
                         group=dist.group.WORLD,
                     )
-                    mode = f"ce-{local}" + (f"x{calls}" if calls > 1 else "")
+                    mode = f"ce-{local}" + (f"x{calls}" if calls > 1 else "") + (f"s{streams}" if streams > 1 else "")
                     rows.append((size, name, mode, f"{mib}MiB" if mib else "halve", 0, t.median_s * 1e6))
                     show(rows[-1:])
     return rows
@@ -83,6 +91,7 @@ def _worker(
     ctas_list: list[int],
     locals_: list[str],
     calls_list: list[int],
+    streams_list: list[int],
 ) -> None:
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", rank))
@@ -94,7 +103,7 @@ def _worker(
         print(f"{'size':>7} {'collective':15} {'mode':8} {'block':>6} {'ctas':>5} {'median us':>10}", flush=True)
     show = _print if rank == 0 else _silent
     if chunks_mib:
-        _ce_rows(world, sizes, chunks_mib, locals_, calls_list, show)
+        _ce_rows(world, sizes, chunks_mib, locals_, calls_list, streams_list, show)
         dist.destroy_process_group()
         return
     rows = []
@@ -136,6 +145,7 @@ if __name__ == "__main__":
     parser.add_argument("--ce-chunks", default="", help="comma-separated copy-engine chunk sizes in MiB (CE only)")
     parser.add_argument("--ce-local", default="dma", help="CE only: copy-out by dma, sm, none (no local work)")
     parser.add_argument("--ce-calls", default="1", help="CE only: comma-separated back-to-back calls per sample")
+    parser.add_argument("--ce-streams", default="1", help="CE only: comma-separated copy-stream counts")
     args = parser.parse_args()
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29533")
@@ -144,4 +154,6 @@ if __name__ == "__main__":
     chunks_mib = [int(c) for c in args.ce_chunks.split(",") if c]
     modes, ctas = args.modes.split(","), [int(c) for c in args.ctas.split(",")]
     locals_, calls = args.ce_local.split(","), [int(c) for c in args.ce_calls.split(",")]
-    mp.spawn(_worker, args=(world, args.sizes, blocks, chunks_mib, modes, ctas, locals_, calls), nprocs=world)
+    streams = [int(c) for c in args.ce_streams.split(",")]
+    spawned = (world, args.sizes, blocks, chunks_mib, modes, ctas, locals_, calls, streams)
+    mp.spawn(_worker, args=spawned, nprocs=world)
