@@ -6,6 +6,8 @@
 #                                                 every case, then 2 ranks timed by copy streams; the GPU-state tests
 #   bash benchmarks/device_run_one_gpu.sh tenth3  the same cases after warming every flag-kernel variant, through
 #                                                 tests/test_copy_engine_gpu.py too
+#   bash benchmarks/device_run_one_gpu.sh tenth4  the probe's local ceilings with the clock of each matmul rate, the
+#                                                 GPU-state and probe GPU tests
 set -u
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | grep -v WARNING | tail -2
@@ -25,4 +27,7 @@ elif [ "$1" = tenth3 ]; then
   timeout 300 python3 tests/emulate_ce.py 2>&1 | grep -v Warning | tee "$OUT/emulate-ce.log" | grep -v "^ok"
   echo "$(grep -c '^ok' "$OUT/emulate-ce.log") ok, $(grep -c '^FAIL' "$OUT/emulate-ce.log") failed in $(( $(date +%s) - start )) s"
   timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_copy_engine_gpu.py 2>&1 | tail -2
+elif [ "$1" = tenth4 ]; then
+  timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_state.py tests/test_probe_gpu.py \
+    tests/test_copy_engine_gpu.py 2>&1 | tee "$OUT/gpu-tests.log" | tail -4
 fi

@@ -15,21 +15,21 @@ import time
 
 import torch
 
-from pkroof.profilers.run import _watch
+from pkroof.profilers.gpu_state import watches
 
 
 def main() -> None:
-    watches = _watch(torch.device("cuda", 0))
-    print(f"# {torch.cuda.get_device_name(0)}, NVML index {watches.index}")
-    with watches("idle"):
+    watch = watches(torch.device("cuda", 0))
+    print(f"# {torch.cuda.get_device_name(0)}, NVML index {watch.index}")
+    with watch("idle"):
         time.sleep(1.0)
-    print("idle:", json.dumps(watches.summary("idle")))
+    print("idle:", json.dumps(watch.summary("idle")))
     a = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda")
     for _ in range(5):
         a @ a
     torch.cuda.synchronize()
     start, calls = time.monotonic(), 0
-    with watches("matmuls"):
+    with watch("matmuls"):
         while time.monotonic() - start < 3.0:
             for _ in range(20):
                 a @ a
@@ -37,7 +37,7 @@ def main() -> None:
             calls += 20
     elapsed = time.monotonic() - start
     print(f"matmuls: {calls} in {elapsed:.2f} s = {calls * 2 * 8192**3 / elapsed / 1e12:.0f} TFLOP/s")
-    print("matmuls:", json.dumps(watches.summary("matmuls")))
+    print("matmuls:", json.dumps(watch.summary("matmuls")))
 
 
 if __name__ == "__main__":

@@ -16,9 +16,11 @@ does not answer is left out of the summary, never guessed.
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import threading
 import time
+from contextlib import AbstractContextManager
 from typing import Any
 
 from pkroof.topology.nvml import NA, Device
@@ -124,6 +126,34 @@ class Watch:
             out["power_capped"] = min(1.0, max(0.0, (v1["violationTime"] - v0["violationTime"]) * 1e-9 / window))
         out["reasons"] = reasons(self.mask)
         return out
+
+
+class Watches:
+    """One Watch per named phase on one GPU; a no-op where NVML cannot name the GPU (index None)."""
+
+    def __init__(self, nvml: Any, index: int | None) -> None:
+        self.nvml, self.index = nvml, index
+        self.done: dict[str, Watch] = {}
+
+    def __call__(self, name: str) -> AbstractContextManager:
+        if self.index is None:
+            return contextlib.nullcontext()
+        self.done[name] = Watch(self.nvml, self.index)
+        return self.done[name]
+
+    def summary(self, name: str) -> dict[str, Any] | None:
+        return self.done[name].summary() if name in self.done else None
+
+
+def watches(device: Any) -> Watches:
+    """Watches on torch device `device`, found in NVML by its UUID (CUDA and NVML may number GPUs differently)."""
+    import torch
+
+    from pkroof.topology.nvml import Nvml
+
+    nvml = Nvml()
+    uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
+    return Watches(nvml, nvml_index(nvml, f"GPU-{uuid}") if uuid is not None else None)
 
 
 def slowest(states: list[dict[str, Any]]) -> dict[str, float]:

@@ -23,7 +23,7 @@ from typing import Any
 
 from pkroof.kernels.declare import reported_comm_sms
 
-from .gpu_state import slowest
+from .gpu_state import slowest, watches
 from .launch import RankFailedError, RankTimeoutError, phase, run_ranks
 from .problems import Problem, load
 
@@ -198,7 +198,7 @@ def _time_gpu(fn: Callable[[int], Any], device: Any) -> dict[str, Any]:
     def barrier() -> None:
         dist.all_reduce(token)
 
-    watch = _watch(device)
+    watch = watches(device)
     phase("timing (eager samples)")
     with watch("eager"):
         eager = time_device(
@@ -228,39 +228,6 @@ def _time_gpu(fn: Callable[[int], Any], device: Any) -> dict[str, Any]:
     if any(states):
         out["gpu_state"] = [{"rank": r} | s for r, s in enumerate(states) if s]
     return out
-
-
-class _Watches:
-    """One gpu_state.Watch per timing phase on this rank's GPU; nothing at all where NVML cannot name the GPU."""
-
-    def __init__(self, nvml: Any, index: int | None) -> None:
-        self.nvml, self.index = nvml, index
-        self.done: dict[str, Any] = {}
-
-    def __call__(self, name: str) -> Any:
-        import contextlib
-
-        from .gpu_state import Watch
-
-        if self.index is None:
-            return contextlib.nullcontext()
-        self.done[name] = Watch(self.nvml, self.index)
-        return self.done[name]
-
-    def summary(self, name: str) -> dict[str, Any] | None:
-        return self.done[name].summary() if name in self.done else None
-
-
-def _watch(device: Any) -> _Watches:
-    import torch
-
-    from pkroof.topology.nvml import Nvml
-
-    from .gpu_state import nvml_index
-
-    nvml = Nvml()
-    uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
-    return _Watches(nvml, nvml_index(nvml, f"GPU-{uuid}") if uuid is not None else None)
 
 
 def _job(rank: int, world: int, job: Job) -> dict[str, Any]:

@@ -255,7 +255,9 @@ numbers measured on a degraded node understate a healthy one.<ul>{% for line in 
 {{ t.gpu.hbm_capacity_bytes|bytes }} HBM at {{ t.gpu.hbm_bandwidth_Bps|Bps }}</td></tr>
 <tr><th>peak FLOP/s (dense)</th><td>{{ t.gpu.peak_flops|value("peak_flops") }}</td></tr>
 {% if t.gpu.sustained_flops %}<tr><th>FLOP/s under continuous load</th>
-<td>{{ t.gpu.sustained_flops|value("sustained_flops") }} (predictions of ops of 2 ms or more)</td></tr>{% endif %}
+<td>{% for dtype, flops in t.gpu.sustained_flops.items() %}{{ dtype }} {{ flops|value("sustained_flops") }}{{
+t.matmul_clock(dtype) }}{% if not loop.last %}, {% endif %}{% endfor %} (predictions of ops of 2 ms or more)</td>
+</tr>{% endif %}
 <tr><th>scale-up</th>
 <td>{{ t.scaleup.kind }}, {{ t.scaleup.generation }}: {{ t.scaleup.links_per_gpu }} links
 × {{ t.scaleup.link_bandwidth_Bps|Bps }}

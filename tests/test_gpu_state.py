@@ -98,6 +98,15 @@ def test_the_gpu_is_found_by_its_uuid_and_the_record_keeps_the_slowest_rank():
     assert slowest([]) == {}
 
 
+def test_watches_on_a_gpu_nvml_cannot_name_do_nothing():
+    from pkroof.profilers.gpu_state import Watches
+
+    watch = Watches(_ScriptedNvml([], [], []), None)
+    with watch("graph"):
+        pass
+    assert watch.summary("graph") is None and watch.summary("never ran") is None
+
+
 def test_finish_puts_the_slowest_ranks_clock_on_the_record():
     from pkroof.profilers.run import finish
 
@@ -114,16 +123,16 @@ def test_finish_puts_the_slowest_ranks_clock_on_the_record():
 def test_watching_a_real_gpu_under_matmuls():
     import torch
 
-    from pkroof.profilers.run import _watch
+    from pkroof.profilers.gpu_state import watches
 
-    watches = _watch(torch.device("cuda", 0))
-    assert watches.index is not None, "NVML did not find this GPU by its UUID"
+    watch = watches(torch.device("cuda", 0))
+    assert watch.index is not None, "NVML did not find this GPU by its UUID"
     a = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda")
-    with watches("graph"):
+    with watch("graph"):
         for _ in range(300):  # ~0.5 s of matmuls at 700 TFLOP/s: NVML's energy counter moves in steps
             a @ a
         torch.cuda.synchronize()
-    s = watches.summary("graph")
+    s = watch.summary("graph")
     assert s["clock_samples"] >= 10
     assert 0 < s["sm_clock_min_mhz"] <= s["sm_clock_mhz"] <= s["sm_clock_max_mhz"]
     assert 0 < s["power_w"] < 2 * s["power_limit_w"] and 0.0 <= s["power_capped"] <= 1.0

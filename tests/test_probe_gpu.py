@@ -50,3 +50,27 @@ def test_quick_probe_of_this_node(tmp_path):
     assert t.probe.ceilings["flag_one_way_s"] > 0
     # the matmul under continuous load (the GPU at its power limit) is never faster than one burst after idle
     assert 0 < t.gpu.sustained_flops["bf16"] <= t.gpu.peak_flops["bf16"]
+
+
+def test_local_ceilings_record_the_clock_each_matmul_rate_ran_at():
+    import dataclasses
+
+    import torch
+
+    from pkroof.topology.probe_plan import make_plan
+    from pkroof.topology.probe_worker import Rank
+
+    worker = Rank.__new__(Rank)  # the local ceilings need no process group: rank 0's GPU alone
+    worker.rank, worker.device = 0, torch.device("cuda", 0)
+    worker.plan = dataclasses.replace(make_plan(quick=True), sizes=(1 << 20,), matmul_dtypes=("bf16", "fp32"))
+    worker.ceilings, worker.notes, worker.log = {}, [], lambda line: None
+    worker.ceilings_local()
+    c = worker.ceilings
+    for dtype in ("bf16", "fp32"):
+        assert 0 < c[f"matmul_{dtype}_sustained_flops"] <= 1.1 * c[f"matmul_{dtype}_flops"], dtype
+        assert c[f"matmul_{dtype}_sm_clock_mhz"] > 0 and c[f"matmul_{dtype}_sustained_sm_clock_mhz"] > 0, dtype
+        assert 0.0 <= c[f"matmul_{dtype}_sustained_power_capped"] <= 1.0, dtype
+    # fp32 run as tf32 would be ~8x the fp32 rate on an H200 (h200x2.json: fp32 50.9, tf32 411, bf16 798 TFLOP/s,
+    # so fp32 is 6% of bf16 and tf32 52%): the tf32 flag is set on every call, the sustained pass included
+    assert c["matmul_fp32_flops"] < 0.3 * c["matmul_bf16_flops"]
+    assert c["matmul_fp32_sustained_flops"] < 0.3 * c["matmul_bf16_sustained_flops"]

@@ -355,6 +355,26 @@ def test_topology_page_for_the_measured_preset():
     assert f"<td>bf16 {fmt_flops(666.0e12)} (predictions of ops of 2 ms or more)</td>" in page
 
 
+def test_the_clock_a_sustained_rate_was_measured_at_is_shown_where_the_probe_recorded_it():
+    import dataclasses
+
+    from pkroof.rooflines.units import fmt_flops
+    from pkroof.show import topology_text
+
+    t = preset("h200x2")
+    assert t.matmul_clock("bf16") == ""  # the shipped file's sustained rate came from gemm_rates.py, no clock
+    ceilings = t.probe.ceilings | {"matmul_bf16_sustained_sm_clock_mhz": 1485.0}
+    ceilings |= {"matmul_bf16_sustained_power_capped": 0.978, "matmul_bf16_sm_clock_mhz": 1980.0}
+    t = dataclasses.replace(t, probe=dataclasses.replace(t.probe, ceilings=ceilings))
+    assert t.matmul_clock("bf16") == " at 1485 MHz, power-capped 98%"
+    assert t.matmul_clock("bf16", "burst") == " at 1980 MHz" and t.matmul_clock("fp8") == ""
+    page = html.topology_page(t)
+    assert f"<td>bf16 {fmt_flops(666.0e12)} at 1485 MHz, power-capped 98% (predictions of" in page
+    text = topology_text(t)
+    assert f"bf16 {fmt_flops(666.0e12)} at 1485 MHz, power-capped 98%" in text
+    assert f"bf16 {fmt_flops(t.gpu.peak_flops['bf16'])} at 1980 MHz" in text
+
+
 def test_topology_page_for_an_analytic_preset_without_probe():
     topology = preset("hgx-h100-8")
     page = html.topology_page(topology)

@@ -330,6 +330,16 @@ class Topology:
         record = dict(self._records())[record_path]
         return self.sources[record.sources[field_name]].basis
 
+    def matmul_clock(self, dtype: str, phase: str = "sustained") -> str:
+        """Where the probe recorded it: the SM clock (and power-capped share) its `phase` ("sustained" or "burst")
+        matmul rate for `dtype` was measured at, as ' at 1485 MHz, power-capped 98%'; else ''."""
+        ceilings = self.probe.ceilings if self.probe else {}
+        prefix = f"matmul_{dtype}_sustained" if phase == "sustained" else f"matmul_{dtype}"
+        mhz, capped = ceilings.get(f"{prefix}_sm_clock_mhz"), ceilings.get(f"{prefix}_power_capped")
+        if mhz is None:
+            return ""
+        return f" at {mhz:.0f} MHz" + (f", power-capped {capped:.0%}" if capped is not None else "")
+
     def with_nodes(self, nodes: int, nic: NIC | None = None) -> Topology:
         """`nodes` copies of this node joined by `nic`, else its own NICs, else one NDR 400 port per GPU."""
         sources = dict(self.sources)

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 import torch
 import torch.distributed as dist
 
+from pkroof.profilers.gpu_state import watches
 from pkroof.profilers.launch import ALLOW_MULTICAST, PORT_TAKEN_EXIT, keep_multicast_off
 from pkroof.profilers.timing import Timing, time_device
 from pkroof.rooflines import Collective, bus_bandwidth_factor
@@ -410,18 +411,29 @@ class Rank:
         self.ceilings["hbm_kernel_copy_Bps"] = 2 * 4 * n / kernel.median_s
         self.ceilings["hbm_copy_Bps"] = max(self.ceilings["hbm_memcpy_Bps"], self.ceilings["hbm_kernel_copy_Bps"])
         m = self.plan.matmul_n
+        watch = watches(self.device)  # the SM clock and power each rate was measured at (NVML, read-only)
         bursts = {}  # every dtype's burst first, each on a GPU that has not been held at its power limit
         for dtype in self.plan.matmul_dtypes:
             try:
                 fn = self._matmul(dtype, m)
-                bursts[dtype] = (fn, self._time(fn).median_s)
+                with watch(dtype):
+                    bursts[dtype] = (fn, self._time(fn).median_s)
                 self.ceilings[f"matmul_{dtype}_flops"] = 2 * m**3 / bursts[dtype][1]
+                self._clock(f"matmul_{dtype}", watch.summary(dtype))
             except Exception as e:
                 self.notes.append(f"matmul {dtype} not measured: {type(e).__name__}: {str(e).splitlines()[0]}")
         for dtype, (fn, burst_s) in bursts.items():
-            sustained_s = sustained_time(fn, burst_s, self.plan.sustain_s, self.plan.samples)
+            with watch(f"{dtype} sustained"):
+                sustained_s = sustained_time(fn, burst_s, self.plan.sustain_s, self.plan.samples)
             self.ceilings[f"matmul_{dtype}_sustained_flops"] = 2 * m**3 / sustained_s
+            self._clock(f"matmul_{dtype}_sustained", watch.summary(f"{dtype} sustained"))
         self.log("ceilings: " + ", ".join(f"{k} {v:.3g}" for k, v in self.ceilings.items()))
+
+    def _clock(self, prefix: str, state: dict | None) -> None:
+        """PREFIX_sm_clock_mhz and PREFIX_power_capped from a watch's summary, where NVML answered them."""
+        for key in ("sm_clock_mhz", "power_capped"):
+            if state and key in state:
+                self.ceilings[f"{prefix}_{key}"] = float(state[key])
 
     def _matmul(self, dtype: str, m: int) -> Callable[[int], None]:
         g = torch.Generator(device=self.device).manual_seed(0)
