@@ -8,6 +8,7 @@
 #                                                 tests/test_copy_engine_gpu.py too
 #   bash benchmarks/device_run_one_gpu.sh tenth4  the probe's local ceilings with the clock of each matmul rate, the
 #                                                 GPU-state and probe GPU tests
+#   bash benchmarks/device_run_one_gpu.sh tenth5  the profiler's times with the GPU-state watch on and off
 set -u
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | grep -v WARNING | tail -2
@@ -30,4 +31,6 @@ elif [ "$1" = tenth3 ]; then
 elif [ "$1" = tenth4 ]; then
   timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_state.py tests/test_probe_gpu.py \
     tests/test_copy_engine_gpu.py 2>&1 | tee "$OUT/gpu-tests.log" | tail -4
+elif [ "$1" = tenth5 ]; then
+  timeout 400 python3 benchmarks/gpu_state_ab.py 2>&1 | grep -v -e Warning -e 'return func' | tee "$OUT/gpu-state-ab.log"
 fi

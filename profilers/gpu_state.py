@@ -17,6 +17,7 @@ does not answer is left out of the summary, never guessed.
 from __future__ import annotations
 
 import contextlib
+import os
 import statistics
 import threading
 import time
@@ -146,7 +147,10 @@ class Watches:
 
 
 def watches(device: Any) -> Watches:
-    """Watches on torch device `device`, found in NVML by its UUID (CUDA and NVML may number GPUs differently)."""
+    """Watches on torch device `device`, found in NVML by its UUID (CUDA and NVML may number GPUs differently);
+    PKROOF_GPU_STATE=0 turns them off (no thread, no NVML)."""
+    if os.environ.get("PKROOF_GPU_STATE", "1") == "0":
+        return Watches(None, None)
     import torch
 
     from pkroof.topology.nvml import Nvml

@@ -107,6 +107,16 @@ def test_watches_on_a_gpu_nvml_cannot_name_do_nothing():
     assert watch.summary("graph") is None and watch.summary("never ran") is None
 
 
+def test_pkroof_gpu_state_0_turns_the_watch_off(monkeypatch):
+    from pkroof.profilers.gpu_state import watches
+
+    monkeypatch.setenv("PKROOF_GPU_STATE", "0")
+    watch = watches("cuda:0")  # no NVML, no torch device query: the switch is read first
+    with watch("graph"):
+        pass
+    assert watch.index is None and watch.summary("graph") is None
+
+
 def test_finish_puts_the_slowest_ranks_clock_on_the_record():
     from pkroof.profilers.run import finish
 
