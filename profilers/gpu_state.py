@@ -5,9 +5,10 @@ TFLOP/s for one call after idle and 667 back to back, the SM clock 1980 against 
 limit (benchmarks/2026-11-30-gemm-rates-h200x2.md §1). A record that keeps the clock its samples ran at says
 which of the two a time belongs to.
 
-    with Watch(nvml, index) as watch:   # a thread reads the SM clock and the clock-event reasons every PERIOD_S
+    watch = watches(device)              # this torch device's GPU, found in NVML by UUID (a no-op if not found)
+    with watch("graph"):                 # a thread reads the SM clock and the clock-event reasons every PERIOD_S
         ...                              # the timed samples
-    watch.summary()                      # {"sm_clock_mhz": 1455, "power_capped": 0.93, ...}
+    watch.summary("graph")               # {"sm_clock_mhz": 1455, "power_capped": 0.93, ...}
 
 Counters read at both ends: energy (average power) and the time NVML counts as held by the power policy
 (`power_capped`, its share of the window). Everything is read through topology/nvml.py, read-only; a value NVML
