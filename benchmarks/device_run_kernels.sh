@@ -54,8 +54,9 @@
 #   bash benchmarks/device_run_kernels.sh ninth5   the ninth4 gathers at 64 MiB and 512 MiB again, one results file
 #   bash benchmarks/device_run_kernels.sh ninth6   the collectives at 100000004 bytes (odd halving chunks) on GPUs
 #   bash benchmarks/device_run_kernels.sh tenth    (written 2026-12-01 on a one-GPU day, not yet run) GPU tests with
-#                                                  the per-rank GPU state, two copy streams against one at 512 MiB
-#                                                  and 1 GiB, the collectives at 512 MiB through the profiler on two
+#                                                  the per-rank GPU state, two copy streams against one and the
+#                                                  gathers' copy-out on 32/64 CTAs at 256/512 MiB, the collectives at
+#                                                  512 MiB through the profiler on two copy streams
 #   bash benchmarks/device_run_kernels.sh small    all-gather and all-to-all at 256 KiB with 2 ms graph samples
 #   bash benchmarks/device_run_kernels.sh time     the issue-5 evidence: collectives at 64 MiB and 256 KiB beside
 #                                                  NCCL and torch symm_mem, GEMM + all-reduce, emulated-rank tests
@@ -324,10 +325,12 @@ elif [ "$1" = tenth ]; then
   timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_profiler_gpu.py tests/test_gpu_state.py \
     tests/test_copy_engine_gpu.py > "$OUT/gpu-tests.log" 2>&1; tail -3 "$OUT/gpu-tests.log"
   # halving chunks, SM copy-out, 3 calls per sample (the profiler's at these sizes); rows print as measured
-  timeout 150 python3 benchmarks/kernels_sweep.py 512MiB 1GiB --ce-chunks 0 --ce-local sm --ce-calls 3 \
-    --ce-streams 1,2 2>&1 | grep -v Warning | tee "$OUT/ce-streams.log"
+  # and the gathers' copy-out on 32 or 64 CTAs (spread over the DMAs rather than a full-grid burst; on one H200 a
+  # 64 MiB copy took 33.9 µs on the full grid, 158.9 on 16 CTAs: too slow to hide, data/2026-12-01-tenth/call8-*)
+  timeout 200 python3 benchmarks/kernels_sweep.py 256MiB 512MiB --ce-chunks 0 --ce-local sm,sm32,sm64,none \
+    --ce-calls 3 --ce-streams 1,2 2>&1 | grep -v Warning | tee "$OUT/ce-streams.log"
   export PKROOF_CE_STREAMS=2  # the records list it among their settings
-  step streams2 250 all-gather reduce-scatter all-to-all --size 512MiB
+  step streams2 220 all-gather reduce-scatter all-to-all --size 512MiB
   unset PKROOF_CE_STREAMS
 elif [ "$1" = ninth6 ]; then  # the halving chunks on GPUs at a size whose first chunk is an odd remainder: 100000004
   # bytes, 25000001 elements per rank and peer (not a multiple of 64, nor of the world size)

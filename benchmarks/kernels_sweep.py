@@ -2,7 +2,8 @@
 
     python3 benchmarks/kernels_sweep.py [SIZE ...] [--blocks 4096,8192,16384] [--modes pull,push,split,tma]
                                          [--ctas 16,32,64,128,256]   (default: 64MiB 256KiB, 4096, pull,push)
-    python3 benchmarks/kernels_sweep.py [SIZE ...] --ce-chunks 0,8,16 [--ce-local dma,sm,none]  CE chunk MiB (0: halve)
+    python3 benchmarks/kernels_sweep.py [SIZE ...] --ce-chunks 0,8,16   CE chunk MiB (0: halve)
+                                         [--ce-local dma,sm,sm16,none]  copy-out (smN: N CTAs; none: no local work)
                                          [--ce-calls 1,3]  calls per sample (the profiler: 3 at these sizes)
                                          [--ce-streams 1,2]  copy streams the chunks alternate over
 
@@ -43,7 +44,7 @@ def _ce_rows(
 
     fns = {"all-reduce": ce.all_reduce_ce, "all-gather": ce.all_gather_ce, "reduce-scatter": ce.reduce_scatter_ce}
     fns["all-to-all"] = ce.all_to_all_ce
-    rows, plain = [], ce._pipelined
+    rows, plain, plain_copy = [], ce._pipelined, ce._copy_local
     for size in sizes:
         nbytes = parse_size(size)
         for name, fn in fns.items():
@@ -52,8 +53,10 @@ def _ce_rows(
             for local in locals_:
                 # "none": the DMAs and flags alone, no local add or copy-out (a diagnostic: the result is not the
                 # collective's) to tell the link pipeline's cost from the local work's
+                # "smN": the gathers' copy-out on N CTAs (_throttled_copy)
                 ce._pipelined = plain if local != "none" else _no_local_work(plain)
-                ce.LOCAL_COPY = local if local != "none" else "sm"
+                ce.LOCAL_COPY = local if local in ("sm", "dma") else "sm"
+                ce._copy_local = _throttled_copy(int(local[2:]), plain_copy) if local[2:].isdigit() else plain_copy
                 for mib, calls, streams in itertools.product(chunks_mib, calls_list, streams_list):  # 0 MiB: halving
                     ce.SCHEDULE, ce.CHUNK_BYTES = ("halving", 1) if mib == 0 else ("equal", mib << 20)
                     ce.COPY_STREAMS = streams
@@ -68,6 +71,21 @@ def _ce_rows(
                     rows.append((size, name, mode, f"{mib}MiB" if mib else "halve", 0, t.median_s * 1e6))
                     show(rows[-1:])
     return rows
+
+
+def _throttled_copy(ctas: int, plain):
+    """The gathers' copy-out by the probe's copy kernel on `ctas` CTAs (spread over the DMAs' window rather than
+    a full-grid burst), where both sides allow 4-byte words; torch.mul (the default) elsewhere."""
+    from pkroof.topology.copy_kernels import sm_copy
+
+    def copy(src, dst):
+        words = src.numel() * src.element_size()
+        if words % 4 or src.data_ptr() % 16 or dst.data_ptr() % 16:
+            plain(src, dst)
+        else:
+            sm_copy(src.view(torch.int32), dst.view(torch.int32), ctas)
+
+    return copy
 
 
 def _no_local_work(pipelined):
@@ -143,7 +161,9 @@ if __name__ == "__main__":
     parser.add_argument("--modes", default="pull,push", help="comma-separated: pull, push, split, tma")
     parser.add_argument("--ctas", default=",".join(map(str, CTAS)), help="CTA counts (split: both roles)")
     parser.add_argument("--ce-chunks", default="", help="comma-separated copy-engine chunk sizes in MiB (CE only)")
-    parser.add_argument("--ce-local", default="dma", help="CE only: copy-out by dma, sm, none (no local work)")
+    parser.add_argument(
+        "--ce-local", default="dma", help="CE only: copy-out by dma, sm, smN (N CTAs), none (no local work)"
+    )
     parser.add_argument("--ce-calls", default="1", help="CE only: comma-separated back-to-back calls per sample")
     parser.add_argument("--ce-streams", default="1", help="CE only: comma-separated copy-stream counts")
     args = parser.parse_args()

@@ -123,6 +123,10 @@ def _pipelined(
     consumed for that chunk. meanwhile() runs on the calling stream while the first chunks are on the link (work
     issued before the call would hold the DMAs back: the copy stream starts after the calling stream's work)."""
     ws = workspace()
+    if not sources:  # one rank: nothing to send or receive
+        if meanwhile is not None:
+            meanwhile()
+        return
     data = {p: t.reshape(-1) for p, t in sources.items()}
     span, dtype = next(iter(data.values())).numel(), next(iter(data.values())).dtype
     numel = ws.world * span
@@ -189,6 +193,8 @@ def _reduce(name: str, sources: dict[int, torch.Tensor], own: torch.Tensor) -> t
     """own + what every peer sent, summed chunk by chunk as the chunks arrive (bf16 adds round after each peer)."""
     own = own.reshape(-1)
     out = torch.empty_like(own)
+    if not sources:  # one rank: the sum is its own
+        return out.copy_(own)
 
     def add(p: int, lo: int, hi: int, rows: torch.Tensor, first: bool) -> None:
         if first:

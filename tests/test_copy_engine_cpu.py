@@ -116,7 +116,7 @@ def _run_ranks(monkeypatch, fn, calls):
 
 
 @pytest.mark.parametrize("chunk_bytes", [1 << 20, 300])  # one chunk; six (test_chunk_bounds_... below)
-@pytest.mark.parametrize("world", [2, 3, 4])
+@pytest.mark.parametrize("world", [1, 2, 3, 4])
 @pytest.mark.parametrize(
     ("kind", "fn"),
     [
