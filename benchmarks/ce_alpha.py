@@ -15,8 +15,8 @@ bytes copied by `Tensor.copy_` (a DMA):
   other buffers on another stream: the time of both together, against each alone.
 
 With two GPUs the destination is GPU 1's memory (a peer DMA over NVLink, what the collectives do); with one it is
-local (HBM to HBM), which shows the per-call cost but not the link's. Each variant is captured in a CUDA graph and
-the graph replayed: median of 20 replays after 3, one event pair per replay.
+local (HBM to HBM), which shows the per-call cost but not the link's. Each variant is timed by pkroof's timing
+function (profilers/timing.py): captured in a CUDA graph, replayed from an idle device, median of 20 after 3.
 
 Usage: python3 benchmarks/ce_alpha.py [MiB ...]   (default 16 64 128)
 """
@@ -24,42 +24,25 @@ Usage: python3 benchmarks/ce_alpha.py [MiB ...]   (default 16 64 128)
 from __future__ import annotations
 
 import itertools
-import statistics
 import sys
 from collections.abc import Callable
 
-import torch
+from pkroof.profilers.launch import keep_multicast_off
 
-from pkroof.topology.copy_kernels import sm_copy
+keep_multicast_off()  # before torch (nothing here uses NCCL or symmetric memory; the rule holds anyway)
+
+import torch  # noqa: E402
+
+from pkroof.profilers.timing import time_device  # noqa: E402
+from pkroof.topology.copy_kernels import sm_copy  # noqa: E402
 
 REPLAYS, WARMUP = 20, 3
 
 
-def _graph(fn: Callable[[], None]) -> torch.cuda.CUDAGraph:
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    return graph
-
-
 def _time(fn: Callable[[], None]) -> float:
-    """Median seconds of one graph replay of fn."""
-    graph = _graph(fn)
-    times = []
-    for i in range(WARMUP + REPLAYS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        if i >= WARMUP:
-            times.append(start.elapsed_time(end) * 1e-3)
-    return statistics.median(times)
+    """Median seconds of fn, captured in a CUDA graph and replayed, each sample from an idle device."""
+    timing = time_device(lambda i: fn(), iters=REPLAYS, warmup=WARMUP, barrier=torch.cuda.synchronize)
+    return timing.median_s
 
 
 def _on_streams(pieces: list[tuple[int, int]], src: torch.Tensor, dst: torch.Tensor, streams: int) -> Callable:

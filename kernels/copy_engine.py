@@ -46,8 +46,8 @@ SCHEDULE = os.environ.get("PKROOF_CE_SCHEDULE", "halving")
 TAIL_BYTES, MAX_CHUNK_BYTES = 4 << 20, 64 << 20
 # copy streams the chunks alternate over. On one stream a DMA starts only once the one before it has finished, so
 # each chunk boundary leaves the link idle for the copy engine's α; on two, the next chunk's DMA is already under
-# way. Local DMAs on one H200 (benchmarks/2026-12-01-one-gpu-h200.md): 128 MiB in 16 chunks took 32.1 µs more
-# than one copy on one stream, 4.8 µs more on two. Not yet measured over NVLink, so one stream stays the default.
+# way. Local DMAs on one H200 (benchmarks/2026-12-01-one-gpu-h200.md): 128 MiB in 16 chunks took 28.2 µs more
+# than one copy on one stream, 7.5 µs more on two. Not yet measured over NVLink, so one stream stays the default.
 COPY_STREAMS = int(os.environ.get("PKROOF_CE_STREAMS", "1"))
 
 

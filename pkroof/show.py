@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pkroof.rooflines import Advice, Bound, Mechanism
-from pkroof.rooflines.units import fmt_Bps, fmt_bytes, fmt_flops, fmt_s
+from pkroof.rooflines.units import fmt_Bps, fmt_bytes, fmt_clock, fmt_flops, fmt_s
 from pkroof.topology import PRESETS, ScaleUp, Topology, preset
 
 
@@ -50,12 +50,12 @@ def topology_text(t: Topology) -> str:
         f"{fmt_bytes(g.hbm_capacity_bytes)} HBM at {fmt_Bps(g.hbm_bandwidth_Bps)} "
         f"[{_tag(t, 'gpu.hbm_bandwidth_Bps')}])",
         "  dense peak: "
-        + ", ".join(f"{k} {fmt_flops(v)}{t.matmul_clock(k, 'burst')}" for k, v in g.peak_flops.items())
+        + ", ".join(f"{k} {fmt_flops(v)}{fmt_clock(t.matmul_clock(k, 'burst'))}" for k, v in g.peak_flops.items())
         + f" [{_tag(t, 'gpu.peak_flops')}]",
         *(
             [
                 "  under continuous load (predictions of ops of 2 ms or more): "
-                + ", ".join(f"{k} {fmt_flops(v)}{t.matmul_clock(k)}" for k, v in g.sustained_flops.items())
+                + ", ".join(f"{k} {fmt_flops(v)}{fmt_clock(t.matmul_clock(k))}" for k, v in g.sustained_flops.items())
                 + f" [{_tag(t, 'gpu.sustained_flops')}]"
             ]
             if g.sustained_flops

@@ -16,7 +16,7 @@ import plotly.io as pio
 from jinja2 import DictLoader, Environment, StrictUndefined
 from markupsafe import Markup, escape
 
-from pkroof.rooflines.units import fmt_Bps, fmt_bytes, fmt_flops, fmt_s
+from pkroof.rooflines.units import fmt_Bps, fmt_bytes, fmt_clock, fmt_flops, fmt_s
 
 from . import figures, frames
 
@@ -256,7 +256,7 @@ numbers measured on a degraded node understate a healthy one.<ul>{% for line in 
 <tr><th>peak FLOP/s (dense)</th><td>{{ t.gpu.peak_flops|value("peak_flops") }}</td></tr>
 {% if t.gpu.sustained_flops %}<tr><th>FLOP/s under continuous load</th>
 <td>{% for dtype, flops in t.gpu.sustained_flops.items() %}{{ dtype }} {{ flops|value("sustained_flops") }}{{
-t.matmul_clock(dtype) }}{% if not loop.last %}, {% endif %}{% endfor %} (predictions of ops of 2 ms or more)</td>
+t.matmul_clock(dtype)|clock }}{% if not loop.last %}, {% endif %}{% endfor %} (predictions of ops of 2 ms or more)</td>
 </tr>{% endif %}
 <tr><th>scale-up</th>
 <td>{{ t.scaleup.kind }}, {{ t.scaleup.generation }}: {{ t.scaleup.links_per_gpu }} links
@@ -336,6 +336,7 @@ _ENV.filters |= {
     "pct": _fmt(lambda f: f"{f:.0%}"),
     "times": _fmt(lambda x: f"{x:.2f}×"),
     "mhz": _fmt(lambda x: f"{x:.0f} MHz"),
+    "clock": fmt_clock,
     "capped": lambda x: "" if _missing(x) or x < 0.05 else f"({x:.0%} power-capped)",
     "pct_class": _pct_class,
     "sort_key": _sort_key,

@@ -55,3 +55,11 @@ def fmt_Bps(bw: float) -> str:
 
 def fmt_flops(f: float) -> str:
     return f"{f / 1e15:.3g} PFLOP/s" if f >= 1e15 else f"{f / 1e12:.3g} TFLOP/s"
+
+
+def fmt_clock(state: tuple[float, float | None] | None) -> str:
+    """(SM clock MHz, power-capped share or None) as ' at 1485 MHz, power-capped 98%'; '' for None."""
+    if state is None:
+        return ""
+    mhz, capped = state
+    return f" at {mhz:.0f} MHz" + (f", power-capped {capped:.0%}" if capped is not None else "")

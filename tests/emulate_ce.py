@@ -28,12 +28,16 @@ os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "32")  # before CUDA starts
 os.environ["CUDA_MODULE_LOADING"] = "EAGER"  # a kernel loaded lazily, at its first launch, can wait for the kernels
 # running (CUDA's lazy-loading notes), here spinning waits that only a later rank's work would end
 
-import torch
+from pkroof.profilers.launch import keep_multicast_off
 
-from pkroof.kernels import copy_engine, symm
+keep_multicast_off()  # before torch: no NCCL or symmetric memory here, and NVLink multicast stays off regardless
+
+import torch  # noqa: E402
+
+from pkroof.kernels import copy_engine, symm  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
-from emulate import _expected
+from emulate import _expected  # noqa: E402
 
 COLLECTIVES = {
     "all-gather": copy_engine.all_gather_ce,

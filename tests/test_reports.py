@@ -358,16 +358,19 @@ def test_topology_page_for_the_measured_preset():
 def test_the_clock_a_sustained_rate_was_measured_at_is_shown_where_the_probe_recorded_it():
     import dataclasses
 
-    from pkroof.rooflines.units import fmt_flops
+    from pkroof.rooflines.units import fmt_clock, fmt_flops
     from pkroof.show import topology_text
 
     t = preset("h200x2")
-    assert t.matmul_clock("bf16") == ""  # the shipped file's sustained rate came from gemm_rates.py, no clock
+    assert t.matmul_clock("bf16") is None  # the shipped file's sustained rate came from gemm_rates.py, no clock
+    assert fmt_clock(None) == ""
     ceilings = t.probe.ceilings | {"matmul_bf16_sustained_sm_clock_mhz": 1485.0}
     ceilings |= {"matmul_bf16_sustained_power_capped": 0.978, "matmul_bf16_sm_clock_mhz": 1980.0}
     t = dataclasses.replace(t, probe=dataclasses.replace(t.probe, ceilings=ceilings))
-    assert t.matmul_clock("bf16") == " at 1485 MHz, power-capped 98%"
-    assert t.matmul_clock("bf16", "burst") == " at 1980 MHz" and t.matmul_clock("fp8") == ""
+    assert t.matmul_clock("bf16") == (1485.0, 0.978) and fmt_clock(t.matmul_clock("bf16")) == (
+        " at 1485 MHz, power-capped 98%"
+    )
+    assert fmt_clock(t.matmul_clock("bf16", "burst")) == " at 1980 MHz" and t.matmul_clock("fp8") is None
     page = html.topology_page(t)
     assert f"<td>bf16 {fmt_flops(666.0e12)} at 1485 MHz, power-capped 98% (predictions of" in page
     text = topology_text(t)

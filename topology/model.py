@@ -330,15 +330,13 @@ class Topology:
         record = dict(self._records())[record_path]
         return self.sources[record.sources[field_name]].basis
 
-    def matmul_clock(self, dtype: str, phase: str = "sustained") -> str:
-        """Where the probe recorded it: the SM clock (and power-capped share) its `phase` ("sustained" or "burst")
-        matmul rate for `dtype` was measured at, as ' at 1485 MHz, power-capped 98%'; else ''."""
+    def matmul_clock(self, dtype: str, phase: str = "sustained") -> tuple[float, float | None] | None:
+        """(SM clock MHz, power-capped share or None) the probe recorded for its `phase` ("sustained" or "burst")
+        matmul rate of `dtype`; None where it recorded none."""
         ceilings = self.probe.ceilings if self.probe else {}
         prefix = f"matmul_{dtype}_sustained" if phase == "sustained" else f"matmul_{dtype}"
-        mhz, capped = ceilings.get(f"{prefix}_sm_clock_mhz"), ceilings.get(f"{prefix}_power_capped")
-        if mhz is None:
-            return ""
-        return f" at {mhz:.0f} MHz" + (f", power-capped {capped:.0%}" if capped is not None else "")
+        mhz = ceilings.get(f"{prefix}_sm_clock_mhz")
+        return None if mhz is None else (mhz, ceilings.get(f"{prefix}_power_capped"))
 
     def with_nodes(self, nodes: int, nic: NIC | None = None) -> Topology:
         """`nodes` copies of this node joined by `nic`, else its own NICs, else one NDR 400 port per GPU."""
