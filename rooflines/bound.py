@@ -116,11 +116,20 @@ def _network_s(tiers: TieredTraffic, system: System) -> tuple[float, float]:
 
 
 def _cost(
-    op: CommOp, system: System, m: TransferModel, num_ctas: int | None, read_multiplier: int = 1, *, staged: bool
+    op: CommOp,
+    system: System,
+    m: TransferModel,
+    num_ctas: int | None,
+    read_multiplier: int = 1,
+    *,
+    staged: bool,
+    chunked: bool = True,
 ) -> OpCost | None:
     """Cheapest algorithm of mechanism `m` for `op` with `num_ctas` CTAs; None if `m` cannot do it. `staged`: the
     caller also pays HBM for every byte sent and received (_staging_s), so the choice counts it too; otherwise a
-    faster link could switch to an algorithm cheaper on the link but dearer in staging, and the whole get slower."""
+    faster link could switch to an algorithm cheaper on the link but dearer in staging, and the whole get slower.
+    `chunked`: a copy-engine collective pipelines each peer's bytes in chunks (kernels/copy_engine.py); a fused
+    copy-engine overlap sends whole shards instead, and reduces after its last one (_overlapped counts its DMAs)."""
     best: OpCost | None = None
     size = op.size_bytes * read_multiplier
     for alg in _algorithms(m.mechanism, op.kind):
@@ -136,7 +145,7 @@ def _cost(
         net_bw_s, net_lat_s = _network_s(tiers, system)
         bw_s = max(tiers.scaleup.bytes / model.bandwidth_Bps(num_ctas), net_bw_s)
         exposed, chunk_latency_s = 1.0, 0.0
-        if m.mechanism is Mechanism.COPY_ENGINE:
+        if m.mechanism is Mechanism.COPY_ENGINE and chunked:
             g = min(op.group_size, system.ranks_per_node)
             per_peer = tiers.scaleup.bytes / max(1, g - 1)
             exposed = _ce_exposed(per_peer)
@@ -145,6 +154,9 @@ def _cost(
             # local work at all, 256 MiB collectives on 2xH200 took 2.75-2.88 µs more per extra chunk (a line
             # through 2-16 chunks; the probe's α: 2.77 µs; benchmarks/data/2026-11-30-eighth/call1-ce-sweep.log)
             chunk_latency_s = (_ce_chunks(per_peer) - 1) * model.latency_s
+        elif m.mechanism is Mechanism.COPY_ENGINE:  # whole shards: the local reduction follows the last one
+            g = min(op.group_size, system.ranks_per_node)
+            bw_s += _local_reduce_bytes(op.kind, alg, size, g) / system.hbm_bandwidth_Bps
         # over symmetric memory the receiver learns that data has landed through a flag: one more dependent
         # step, and the hand-off around it costs what the node's kernels measured (handoff_s, from `pkroof
         # topology calibrate`; h200x2: 2.2-2.8 µs for SM loads or stores, 13.0 µs for the copy engine's stream
@@ -338,6 +350,13 @@ def _chunks(w: Workload, system: System, *, tiles: bool) -> int:
     return max(op.group_size for op in w.comm)
 
 
+def _ce_overlap_dmas_per_peer(op: CommOp, algorithm: Algorithm, depth: int) -> int:
+    """DMAs a copy-engine overlap sends each peer for `op`, one after another. Gathers and scatters send each
+    peer its shard once; a one-shot all-reduce sends every one of its `depth` chunks (row blocks of the partial
+    product, each pushed as soon as it is computed: kernels/fused.py) to every peer."""
+    return depth if op.kind is Collective.ALL_REDUCE and algorithm is Algorithm.ONE_SHOT else 1
+
+
 def _overlapped(
     w: Workload, system: System, m: TransferModel, schedule: Schedule, comm_sms: int | None = None
 ) -> Prediction | None:
@@ -359,16 +378,20 @@ def _overlapped(
         candidates = [comm_sms] if 0 < comm_sms < sm else []
     flops_s = _flops_s(w, system)
     fill_depth = _chunks(w, system, tiles=tiles)
+    ce = schedule is Schedule.CE_OVERLAP
     best: Prediction | None = None
     for k in candidates:
-        costs = []
+        costs, later_dmas = [], 0
         for op in w.comm:
             reads = op.consumer_reads if (schedule is Schedule.INTRA_SM and op.consumer) else 1
-            c = _cost(op, system, m, k if m.uses_sms else None, reads, staged=staged)
+            c = _cost(op, system, m, k if m.uses_sms else None, reads, staged=staged, chunked=not ce)
             if c is None:
                 return None
             costs.append(c)
-        comm_s = sum(c.bandwidth_s for c in costs)
+            if ce:  # a DMA to a peer starts once the one before it has ended: each after the first pays α, as
+                # the copy-engine collectives' chunks do (_cost); peers are served side by side, as there
+                later_dmas += _ce_overlap_dmas_per_peer(op, c.algorithm, fill_depth) - 1
+        comm_s = sum(c.bandwidth_s for c in costs) + later_dmas * m.latency_s
         lat_s = sum(c.latency_s for c in costs) + m.overlap_for(schedule.value)  # a fused kernel's fixed costs
         staging = sum(c.traffic.send_bytes + c.traffic.recv_bytes for c in costs) if staged else 0.0
         hbm_s = (w.hbm_bytes + staging) / system.hbm_bandwidth_Bps
