@@ -11,6 +11,9 @@
 #   bash benchmarks/device_run_one_gpu.sh tenth5  the profiler's times with the GPU-state watch on and off
 #   bash benchmarks/device_run_one_gpu.sh tenth6  the copy-engine sweep's options on one rank (a smoke test of the
 #                                                 2-GPU session's script: no peers, the local work only), CE tests
+#   bash benchmarks/device_run_one_gpu.sh eleventh the copy-engine overlaps (kernels/fused.py) on 2-8 emulated ranks
+#                                                 (tests/emulate_fused.py), then the copy-engine GPU tests and the
+#                                                 emulated inter-SM GEMM + all-reduce
 set -u
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | grep -v WARNING | tail -2
@@ -35,6 +38,12 @@ elif [ "$1" = tenth4 ]; then
     tests/test_copy_engine_gpu.py 2>&1 | tee "$OUT/gpu-tests.log" | tail -4
 elif [ "$1" = tenth5 ]; then
   timeout 400 python3 benchmarks/gpu_state_ab.py 2>&1 | grep -v -e Warning -e 'return func' | tee "$OUT/gpu-state-ab.log"
+elif [ "$1" = eleventh ]; then
+  start=$(date +%s)
+  timeout 300 python3 tests/emulate_fused.py 2>&1 | grep -v Warning | tee "$OUT/emulate-fused.log"
+  echo "$(grep -c '^ok' "$OUT/emulate-fused.log") ok, $(grep -c '^FAIL' "$OUT/emulate-fused.log") failed in $(( $(date +%s) - start )) s"
+  timeout 240 python3 -m pytest -q -p no:cacheprovider tests/test_copy_engine_gpu.py tests/test_gpu_state.py \
+    "tests/test_kernels_gpu.py::test_emulated_ranks_gemm_all_reduce_inter_sm" 2>&1 | tee "$OUT/gpu-tests.log" | tail -4
 elif [ "$1" = tenth6 ]; then
   timeout 150 python3 benchmarks/kernels_sweep.py 64MiB --ce-chunks 0 --ce-local sm,sm16,dma,none --ce-calls 3 \
     --ce-streams 1,2 2>&1 | grep -v Warning | tee "$OUT/sweep-one-rank.log"

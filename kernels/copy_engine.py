@@ -23,7 +23,7 @@ import torch
 from .declare import declare
 from .symm import side_stream, workspace
 
-CE_READY, CE_FREE = 4, 5  # point-to-point event slots (kernels/fused.py uses 0-3)
+CE_READY, CE_FREE = 6, 7  # point-to-point event slots (kernels/fused.py uses 0-5; symm.EVENT_SLOTS = 8)
 CHUNK_BYTES = int(os.environ.get("PKROOF_CE_CHUNK", 16 << 20))  # per peer and chunk; 16 MiB was best or within 3% of
 # it for all four at 64 MiB on 2xH200 (4, 8, 16 MiB swept: benchmarks/data/2026-11-30-variants/h200x2-sweeps.log)
 MAX_CHUNKS = 16

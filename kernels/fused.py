@@ -24,6 +24,7 @@ before returning, so tensors it used there cannot be recycled early.
 from __future__ import annotations
 
 import itertools
+from contextlib import AbstractContextManager
 
 import torch
 
@@ -34,6 +35,25 @@ from .symm import side_stream, workspace
 AGG_READY, AGG_FREE, GRS_READY, GRS_FREE, GAR_READY, GAR_FREE = 0, 1, 2, 3, 4, 5
 ONE_SHOT_MAX_BYTES = 4 << 20  # gemm_all_reduce_ce: one exchange up to here (latency-bound), two-shot above
 ONE_SHOT_MAX_EXTRA_BYTES = 512 << 10  # ... and while it puts at most this much more on a rank's link than two-shot
+
+
+class Side:
+    """The calling stream and a side stream for the copy engine's work. `after_main()` issues onto the side stream
+    behind everything given to the calling stream so far, `on_side()` just behind the side stream's own work;
+    `join()` holds the calling stream until the side stream is done (so nothing used there is recycled early)."""
+
+    def __init__(self) -> None:
+        self.main, self.stream = torch.cuda.current_stream(), side_stream()
+
+    def after_main(self) -> AbstractContextManager:
+        self.stream.wait_stream(self.main)
+        return torch.cuda.stream(self.stream)
+
+    def on_side(self) -> AbstractContextManager:
+        return torch.cuda.stream(self.stream)
+
+    def join(self) -> None:
+        self.main.wait_stream(self.stream)
 
 
 def one_shot(output_bytes: int, world: int) -> bool:
@@ -53,9 +73,8 @@ def all_gather_gemm_ce(a_shard, b):
     a_shard = a_shard.contiguous()
     span = m_local * k
     out = torch.empty(world * m_local, b.shape[1], dtype=a_shard.dtype, device=a_shard.device)
-    main, side = torch.cuda.current_stream(), side_stream()
-    side.wait_stream(main)
-    with torch.cuda.stream(side):
+    side = Side()
+    with side.after_main():
         for step in range(1, world):
             peer = (rank + step) % world
             ws.wait(AGG_FREE, peer, credit=1)
@@ -70,7 +89,7 @@ def all_gather_gemm_ce(a_shard, b):
         shard = inbox[peer * span : (peer + 1) * span].view(m_local, k)
         torch.matmul(shard, b, out=out[peer * m_local : (peer + 1) * m_local])
         ws.signal(AGG_FREE, peer)
-    main.wait_stream(side)
+    side.join()
     return out
 
 
@@ -83,9 +102,8 @@ def _gemm_reduce_scatter(a, b, *, epilogue_push: bool):
     rows = m // world
     span = rows * n
     name = "gemm-rs-inbox"
-    main, side = torch.cuda.current_stream(), side_stream()
+    side = Side()
     partial = torch.empty(world, rows, n, dtype=a.dtype, device=a.device)
-    side.wait_stream(main)
     for step in range(1, world):
         peer = (rank + step) % world
         slot = ws.peer_view(name, world * span, a.dtype, peer)[rank * span : (rank + 1) * span].view(rows, n)
@@ -96,8 +114,7 @@ def _gemm_reduce_scatter(a, b, *, epilogue_push: bool):
             ws.signal(GRS_READY, peer)
         else:
             torch.matmul(mine, b, out=partial[peer])
-            side.wait_stream(main)
-            with torch.cuda.stream(side):
+            with side.after_main():
                 ws.wait(GRS_FREE, peer, credit=1)
                 slot.copy_(partial[peer])
                 ws.signal(GRS_READY, peer)
@@ -109,7 +126,7 @@ def _gemm_reduce_scatter(a, b, *, epilogue_push: bool):
         ws.wait(GRS_READY, peer)
         out = out + inbox[peer * span : (peer + 1) * span].view(rows, n)  # bf16 add, computed in fp32
         ws.signal(GRS_FREE, peer)
-    main.wait_stream(side)
+    side.join()
     return out
 
 
@@ -136,21 +153,19 @@ def _gemm_all_reduce_one_shot(a, b):
     m, n = a.shape[0], b.shape[1]
     span = m * n
     name = "gemm-ar-inbox"
-    main, side = torch.cuda.current_stream(), side_stream()
+    side = Side()
     partial = torch.empty(m, n, dtype=a.dtype, device=a.device)
     peers = [(rank + step) % world for step in range(1, world)]
-    side.wait_stream(main)
-    with torch.cuda.stream(side):
+    with side.after_main():
         for peer in peers:  # my slot in every peer's inbox is free: they summed the last call's
             ws.wait(GAR_FREE, peer, credit=1)
     for lo, hi in _row_blocks(m, world):  # one block per rank, as the copy-engine's other overlaps
         torch.matmul(a[lo:hi], b, out=partial[lo:hi])
-        side.wait_stream(main)
-        with torch.cuda.stream(side):
+        with side.after_main():
             for peer in peers:
                 slot = ws.peer_view(name, world * span, a.dtype, peer)[rank * span + lo * n : rank * span + hi * n]
                 slot.copy_(partial[lo:hi].reshape(-1))
-    with torch.cuda.stream(side):
+    with side.on_side():
         for peer in peers:
             ws.signal(GAR_READY, peer)
     inbox, _ = ws.buffer(name, world * span, a.dtype)
@@ -160,13 +175,13 @@ def _gemm_all_reduce_one_shot(a, b):
     if world == 2:
         out = parts[0] + parts[1]  # one rounding, the same on both ranks
     else:  # in rank order, in fp32: every rank gets the same bits
-        acc = parts[0].float()
+        acc = parts[0].to(torch.float32, copy=True)  # a copy even of fp32: never sum into an inbox or partial
         for part in parts[1:]:
             acc += part
         out = acc.to(a.dtype)
     for peer in reversed(peers):
         ws.signal(GAR_FREE, peer)
-    main.wait_stream(side)
+    side.join()
     return out
 
 

@@ -81,6 +81,9 @@ class Ranks:
     So each rank's calling stream gets `reserve` bytes cached (large and small pools) before anything is issued,
     nothing else allocates during a call, and the flag kernels are compiled and loaded first (`warm`)."""
 
+    modules = (copy_engine,)  # whose workspace() and side_stream() become the emulated rank's during its calls
+    events = (copy_engine.CE_READY, copy_engine.CE_FREE)  # the point-to-point events those modules use
+
     def __init__(self, world: int, reserve: int = 8 << 20) -> None:
         device = torch.device("cuda", torch.cuda.current_device())
         zeros = lambda n, dtype=torch.int32: torch.zeros(n, dtype=dtype, device=device)  # noqa: E731
@@ -115,20 +118,21 @@ class Ranks:
                 torch.empty(1 << 20, dtype=torch.uint8, device=device)  # a small-pool segment (2 MiB)
         torch.cuda.synchronize()
         self.rank = 0
-        copy_engine.workspace = lambda: self.workspaces[self.rank]
-        copy_engine.side_stream = self.side_stream
+        for module in self.modules:
+            module.workspace = lambda: self.workspaces[self.rank]
+            module.side_stream = self.side_stream
 
     def warm(self) -> None:
         """Compile and load every variant of the signal and wait kernels a call will launch (Triton specialises
         integer arguments equal to 1 or divisible by 16: rank, peer and credit), for every event the copy engine
         uses: every rank raises each event on every rank twice, then waits for each with and without a credit, so
         no wait spins on a raise not yet issued. The counters and flags are zeroed after."""
-        for event in (copy_engine.CE_READY, copy_engine.CE_FREE):
+        for event in self.events:
             for ws, peer in itertools.product(self.workspaces, range(len(self.workspaces))):
                 ws.signal(event, peer)
                 ws.signal(event, peer)
         torch.cuda.synchronize()
-        for event in (copy_engine.CE_READY, copy_engine.CE_FREE):
+        for event in self.events:
             for ws, peer in itertools.product(self.workspaces, range(len(self.workspaces))):
                 ws.wait(event, peer)
                 ws.wait(event, peer, credit=1)
@@ -145,14 +149,15 @@ class Ranks:
             self.streams[key] = torch.cuda.Stream()
         return self.streams[key]
 
-    def call(self, fn, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-        """fn on every rank, rank r on inputs[r]; issued rank after rank, run together; not synchronised."""
+    def call(self, fn, inputs: list) -> list[torch.Tensor]:
+        """fn on every rank, rank r on inputs[r] (a tensor, or a tuple of arguments); issued rank after rank, run
+        together; not synchronised."""
         outs = []
         for rank, x in enumerate(inputs):
             self.rank = rank
             self.main[rank].wait_stream(torch.cuda.current_stream())  # the inputs were drawn there
             with torch.cuda.stream(self.main[rank]):
-                outs.append(fn(x))
+                outs.append(fn(*x) if isinstance(x, tuple) else fn(x))
         for main in self.main:
             torch.cuda.current_stream().wait_stream(main)
         return outs

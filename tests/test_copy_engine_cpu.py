@@ -1,17 +1,8 @@
-"""The copy-engine collectives' logic on CPU: ranks are threads sharing one process's memory.
-
-A stand-in workspace gives each thread-rank its own named buffers (NaN-filled, so a slot nobody wrote fails the
-comparison), lets every rank address every other's (as symmetric memory does), and makes the point-to-point
-events counters under one condition variable (a wait blocks its thread until the peer's raise, as the wait
-kernel blocks its stream). On a GPU the copies are DMAs on a copy stream and the events kernels; on CPU the
-three streams collapse into the calling thread, so the same code checks which bytes go where, chunk by chunk,
-and that the READY/FREE protocol (with its one credit) neither deadlocks nor lets a rank overwrite an inbox
-slot its peer has not consumed. Expected values: plain torch on the stacked inputs.
+"""The copy-engine collectives' logic on CPU: ranks are threads sharing one process's memory (tests/thread_ranks.py),
+the copies chunk by chunk. Expected values: plain torch on the stacked inputs.
 """
 
-import contextlib
 import itertools
-import threading
 
 import pytest
 
@@ -19,100 +10,9 @@ pytest.importorskip("triton")  # kernels/symm.py, which copy_engine imports, is 
 torch = pytest.importorskip("torch")
 
 from emulate import _expected  # noqa: E402 (after the skips)
+from thread_ranks import run_ranks  # noqa: E402
 
 from pkroof.kernels import copy_engine  # noqa: E402
-
-
-class _Shared:
-    def __init__(self, world: int):
-        self.world = world
-        self.buffers: list[dict] = [{} for _ in range(world)]
-        self.lock = threading.Lock()
-        self.raised: dict[tuple[int, int, int], int] = {}  # (event, source, destination) -> raises so far
-        self.changed = threading.Condition()
-        self.aborted = False
-
-
-class _Workspace:
-    def __init__(self, shared: _Shared, rank: int):
-        self.shared, self.rank, self.world = shared, rank, shared.world
-        self.received: dict[tuple[int, int], int] = {}
-
-    def _of(self, rank: int, name: str, numel: int, dtype):
-        with self.shared.lock:
-            return self.shared.buffers[rank].setdefault(
-                (name, numel, dtype), torch.full((numel,), float("nan"), dtype=dtype)
-            )
-
-    def buffer(self, name, numel, dtype):
-        return self._of(self.rank, name, numel, dtype), None
-
-    def peer_view(self, name, numel, dtype, peer):
-        return self._of(peer, name, numel, dtype)
-
-    def signal(self, event, peer):
-        with self.shared.changed:
-            key = (event, self.rank, peer)
-            self.shared.raised[key] = self.shared.raised.get(key, 0) + 1
-            self.shared.changed.notify_all()
-
-    def wait(self, event, peer, credit=0):
-        value = self.received[(event, peer)] = self.received.get((event, peer), 0) + 1
-        with self.shared.changed:
-            ok = self.shared.changed.wait_for(
-                lambda: self.shared.aborted or self.shared.raised.get((event, peer, self.rank), 0) >= value - credit,
-                timeout=30,
-            )
-        assert ok and not self.shared.aborted, f"rank {self.rank} waited for event {event} from {peer} in vain"
-
-
-class _InlineStreams:  # the calling thread stands in for all three streams
-    def __init__(self):
-        pass
-
-    def on_copy(self, chunk=0):
-        return contextlib.nullcontext()
-
-    def copies_after_first(self):
-        pass
-
-    def after_copies(self, chunk, fn):
-        fn()
-
-    def main_after_copy_so_far(self):
-        pass
-
-    def join(self):
-        pass
-
-
-def _run_ranks(monkeypatch, fn, calls):
-    """calls[i][rank]: rank's input to call i; returns outs[i][rank]. Every call has fresh inputs, so a rank that
-    overwrote a peer's inbox slot before the peer consumed it would show up as a wrong element."""
-    world = len(calls[0])
-    shared, local = _Shared(world), threading.local()
-    monkeypatch.setattr(copy_engine, "workspace", lambda: local.ws)
-    monkeypatch.setattr(copy_engine, "Streams", _InlineStreams)
-    outs, errors = [[None] * world for _ in calls], []
-
-    def rank_main(rank):
-        local.ws = _Workspace(shared, rank)
-        try:
-            for i, inputs in enumerate(calls):
-                outs[i][rank] = fn(inputs[rank])
-        except Exception as e:  # reported below, with the rank
-            errors.append((rank, e))
-            with shared.changed:
-                shared.aborted = True
-                shared.changed.notify_all()
-
-    threads = [threading.Thread(target=rank_main, args=(r,)) for r in range(world)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
-    return outs
 
 
 @pytest.mark.parametrize("chunk_bytes", [1 << 20, 300])  # one chunk; six (test_chunk_bounds_... below)
@@ -138,7 +38,7 @@ def test_copy_engine_collectives_put_every_byte_in_its_place(
     n = world * 1001 if kind in ("all-to-all", "reduce-scatter") else 1001  # odd chunks
     g = torch.Generator().manual_seed(world)
     calls = [[torch.randn(n, generator=g).to(torch.bfloat16) for _ in range(world)] for _ in range(3)]
-    outs = _run_ranks(monkeypatch, fn, calls)
+    outs = run_ranks(monkeypatch, copy_engine, fn, [[(x,) for x in xs] for xs in calls])
     for xs, out_of in zip(calls, outs, strict=True):
         for rank, out in enumerate(out_of):
             want = _expected(kind, xs, rank)
