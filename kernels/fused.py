@@ -39,21 +39,26 @@ ONE_SHOT_MAX_EXTRA_BYTES = 512 << 10  # ... and while it puts at most this much 
 
 class Side:
     """The calling stream and a side stream for the copy engine's work. `after_main()` issues onto the side stream
-    behind everything given to the calling stream so far, `on_side()` just behind the side stream's own work;
-    `join()` holds the calling stream until the side stream is done (so nothing used there is recycled early)."""
+    behind everything given to the calling stream so far, `on_side()` just behind the side stream's own work (after
+    an `after_main()`); `join()` holds the calling stream until the side stream is done (so nothing used there is
+    recycled early), if it was used: waiting on a side stream that this call never forked onto is an error while a
+    CUDA graph is being captured."""
 
     def __init__(self) -> None:
-        self.main, self.stream = torch.cuda.current_stream(), side_stream()
+        self.main, self.stream, self.forked = torch.cuda.current_stream(), side_stream(), False
 
     def after_main(self) -> AbstractContextManager:
         self.stream.wait_stream(self.main)
+        self.forked = True
         return torch.cuda.stream(self.stream)
 
     def on_side(self) -> AbstractContextManager:
+        assert self.forked, "on_side() before after_main(): the side stream would not follow this call"
         return torch.cuda.stream(self.stream)
 
     def join(self) -> None:
-        self.main.wait_stream(self.stream)
+        if self.forked:
+            self.main.wait_stream(self.stream)
 
 
 def one_shot(output_bytes: int, world: int) -> bool:
