@@ -57,6 +57,10 @@
 #                                                  the per-rank GPU state, two copy streams against one and the
 #                                                  gathers' copy-out on 32/64 CTAs at 256/512 MiB, the collectives at
 #                                                  512 MiB through the profiler on two copy streams
+#   bash benchmarks/device_run_kernels.sh eleventh (written 2026-12-01 on a one-GPU day, not yet run) the fused
+#                                                  kernels after their side-stream refactor, on 2 real ranks; the
+#                                                  copy-engine overlaps at the shapes whose records moved the model
+#                                                  (benchmarks/2026-12-01-model-ce-overlap.md): its out-of-sample check
 #   bash benchmarks/device_run_kernels.sh small    all-gather and all-to-all at 256 KiB with 2 ms graph samples
 #   bash benchmarks/device_run_kernels.sh time     the issue-5 evidence: collectives at 64 MiB and 256 KiB beside
 #                                                  NCCL and torch symm_mem, GEMM + all-reduce, emulated-rank tests
@@ -332,6 +336,15 @@ elif [ "$1" = tenth ]; then
   export PKROOF_CE_STREAMS=2  # the records list it among their settings
   step streams2 220 all-gather reduce-scatter all-to-all --size 512MiB
   unset PKROOF_CE_STREAMS
+elif [ "$1" = eleventh ]; then
+  begin=$(date +%s) budget=560
+  timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_profiler_gpu.py tests/test_copy_engine_gpu.py \
+    > "$OUT/gpu-tests.log" 2>&1; tail -3 "$OUT/gpu-tests.log"
+  fprof 120 $F -p tokens=256 -p in_features=2048 -p out_features=1024
+  fprof 120 $F -p tokens=1024 -p in_features=4096 -p out_features=2048
+  for tokens in 128 512; do
+    fprof 50 gemm-all-reduce --impl pkroof-gemm-ar-ce -p tokens=$tokens -p in_features=1024 -p out_features=512
+  done
 elif [ "$1" = ninth6 ]; then  # the halving chunks on GPUs at a size whose first chunk is an odd remainder: 100000004
   # bytes, 25000001 elements per rank and peer (not a multiple of 64, nor of the world size)
   step odd100m 200 $C --size 100000004
