@@ -18,7 +18,7 @@ import os
 import sys
 
 KINDS = ["all-reduce", "all-gather", "reduce-scatter", "all-to-all"]
-WORLDS = [2, 3, 4, 8]
+WORLDS = [1, 2, 3, 4, 8]
 
 
 def sizes(kind: str, world: int) -> int:

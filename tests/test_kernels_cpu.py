@@ -149,10 +149,10 @@ def test_tiling_spreads_tiles_and_keeps_16_byte_blocks(monkeypatch):
 
 
 def test_emulated_ranks_in_the_triton_interpreter():
-    # the kernels themselves, on CPU: 2, 3, 4 and 8 emulated ranks × the four collectives × pull / push / TMA push
-    # / split-role push, and the inter-SM GEMM + all-reduce (persistent GEMM, band counters, pushes, sums), at
-    # sizes that are not multiples of the block (nor, for all-reduce, of the world size; for TMA, with a tail of
-    # less than a row), three calls each (tests/emulate.py)
+    # the kernels themselves, on CPU: 1 (a one-rank group), 2, 3, 4 and 8 emulated ranks × the four collectives
+    # × pull / push / TMA push / split-role push, and the inter-SM GEMM + all-reduce (persistent GEMM, band
+    # counters, pushes, sums), at sizes that are not multiples of the block (nor, for all-reduce, of the world
+    # size; for TMA, with a tail of less than a row), three calls each (tests/emulate.py)
     pytest.importorskip("triton")
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(Path(__file__).parent)}
     done = subprocess.run(
@@ -160,8 +160,8 @@ def test_emulated_ranks_in_the_triton_interpreter():
         timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "64 cases correct" in done.stdout  # 4 collectives × 4 world sizes × (pull, push, TMA push, split push)
-    assert "4 inter-SM cases correct" in done.stdout  # GEMM + all-reduce inter-SM on 2, 3, 4 and 8 ranks
+    assert "80 cases correct" in done.stdout  # 4 collectives × 5 world sizes × (pull, push, TMA push, split push)
+    assert "5 inter-SM cases correct" in done.stdout  # GEMM + all-reduce inter-SM on 1, 2, 3, 4 and 8 ranks
 
 
 def test_shape_labels_say_what_was_set():

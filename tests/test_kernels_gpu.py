@@ -1,4 +1,4 @@
-"""pkroof's collective kernel with 2, 3, 4 and 8 ranks emulated on one GPU (tests/emulate.py says how)."""
+"""pkroof's collective kernel with 1, 2, 3, 4 and 8 ranks emulated on one GPU (tests/emulate.py says how)."""
 
 import pytest
 from emulate import KINDS, WORLDS, emulate, emulate_gemm_all_reduce, sizes, tma_sizes
