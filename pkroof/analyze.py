@@ -37,6 +37,18 @@ def _problem_workload(problem: str, world_size: int, shape: dict[str, int], name
     return workload_of(p, world_size, p.params(named, shape))
 
 
+def _analytic(problem: str, shape: dict[str, int], named: str | None) -> bool:
+    """Whether the built-in analytic workload answers: a built-in name, no named shape, and either no suite problem
+    of that name or none of its parameters given (gemm-all-reduce is both: m, n, k for the built-in; tokens,
+    in_features, out_features for the suite's, as `pkroof profile` and the records name them)."""
+    spec = BUILTINS.get(problem)
+    if spec is None or named is not None:
+        return False
+    from pkroof.profilers.problems import is_suite_problem  # file names only: no torch
+
+    return set(shape) <= set(spec.defaults) | {"size"} or not is_suite_problem(problem)
+
+
 def analyze(
     problem: str,
     *,
@@ -56,7 +68,7 @@ def analyze(
             raise ValueError(f"--size applies to collectives; {problem} takes --param {', '.join(spec.defaults)}")
         shape["size"] = parse_size(size)
     system = topo.system(world_size)
-    if problem in BUILTINS and named_shape is None:  # the analytic workload: no torch needed
+    if _analytic(problem, shape, named_shape):  # no torch needed
         workload = build(problem, system.world_size, dtype, **shape)
     else:
         workload = _problem_workload(problem, system.world_size, shape, named_shape)

@@ -217,3 +217,15 @@ def test_console_script_runs_without_torch_in_a_subprocess():
 def test_no_arguments_prints_help():
     result = runner.invoke(app, [])
     assert "bound" in result.output and "advise" in result.output
+
+
+def test_a_name_both_builtin_and_in_the_suite_takes_either_parameter_set():
+    # gemm-all-reduce is a built-in analytic workload (m, n, k: k the inner dimension per rank) and a suite problem
+    # (tokens, in_features, out_features, as `pkroof profile` and the records name them): at 2 ranks the suite's
+    # in_features=2048 is k = 2048 / 2 per rank, so both spellings give the same roofline
+    pytest.importorskip("torch")
+    common = ["bound", "gemm-all-reduce", "--topology", "h200x2", "-n", "2"]
+    suite = _json(*common, "-p", "tokens=256", "-p", "in_features=2048", "-p", "out_features=1024")
+    builtin = _json(*common, "-p", "m=256", "-p", "n=1024", "-p", "k=1024")
+    assert suite["t_roof_s"] == pytest.approx(builtin["t_roof_s"])
+    assert suite["terms"] == pytest.approx(builtin["terms"])
