@@ -343,18 +343,23 @@ def _serial(w: Workload, system: System, m: TransferModel, comm_sms: int | None 
 
 
 def _chunks(w: Workload, system: System, *, tiles: bool) -> int:
-    """Pipeline depth: shards (one per rank) for inter-SM and copy engine; waves of tiles for intra-SM (tiles
-    finish a wave at a time and each wave's epilogue sends while the next computes: one wave, no overlap)."""
+    """Pipeline depth: shards (one per rank) for inter-SM; waves of tiles for intra-SM (tiles finish a wave at a
+    time and each wave's epilogue sends while the next computes: one wave, no overlap). The copy engine's:
+    _ce_overlap_pipeline."""
     if tiles:
         return max(1, -(-max(op.num_tiles for op in w.compute) // system.sm_count))
     return max(op.group_size for op in w.comm)
 
 
-def _ce_overlap_dmas_per_peer(op: CommOp, algorithm: Algorithm, depth: int) -> int:
-    """DMAs a copy-engine overlap sends each peer for `op`, one after another. Gathers and scatters send each
-    peer its shard once; a one-shot all-reduce sends every one of its `depth` chunks (row blocks of the partial
-    product, each pushed as soon as it is computed: kernels/fused.py) to every peer."""
-    return depth if op.kind is Collective.ALL_REDUCE and algorithm is Algorithm.ONE_SHOT else 1
+def _ce_overlap_pipeline(op: CommOp, algorithm: Algorithm, system: System) -> tuple[int, int]:
+    """(pipeline depth, DMAs sent to each peer, one after another) of a copy-engine overlap for `op`, as pkroof's
+    kernels do it (kernels/fused.py). Gathers and scatters go shard by shard, one per rank, each peer's sent once.
+    A one-shot all-reduce goes by row blocks of its partial product, each pushed to every peer as soon as it is
+    computed: two blocks at 2 ranks, one beyond, where a block costs P − 1 more DMAs (fused.one_shot_blocks)."""
+    if op.kind is Collective.ALL_REDUCE and algorithm is Algorithm.ONE_SHOT:
+        blocks = 2 if min(op.group_size, system.ranks_per_node) == 2 else 1
+        return blocks, blocks
+    return op.group_size, 1
 
 
 def _overlapped(
@@ -381,7 +386,7 @@ def _overlapped(
     ce = schedule is Schedule.CE_OVERLAP
     best: Prediction | None = None
     for k in candidates:
-        costs, later_dmas = [], 0
+        costs, later_dmas, ce_depth = [], 0, 1
         for op in w.comm:
             reads = op.consumer_reads if (schedule is Schedule.INTRA_SM and op.consumer) else 1
             c = _cost(op, system, m, k if m.uses_sms else None, reads, staged=staged, chunked=not ce)
@@ -390,13 +395,14 @@ def _overlapped(
             costs.append(c)
             if ce:  # a DMA to a peer starts once the one before it has ended: each after the first pays α, as
                 # the copy-engine collectives' chunks do (_cost); peers are served side by side, as there
-                later_dmas += _ce_overlap_dmas_per_peer(op, c.algorithm, fill_depth) - 1
+                depth, dmas = _ce_overlap_pipeline(op, c.algorithm, system)
+                ce_depth, later_dmas = max(ce_depth, depth), later_dmas + dmas - 1
         comm_s = sum(c.bandwidth_s for c in costs) + later_dmas * m.latency_s
         lat_s = sum(c.latency_s for c in costs) + m.overlap_for(schedule.value)  # a fused kernel's fixed costs
         staging = sum(c.traffic.send_bytes + c.traffic.recv_bytes for c in costs) if staged else 0.0
         hbm_s = (w.hbm_bytes + staging) / system.hbm_bandwidth_Bps
         compute_s = flops_s * sm / (sm - k)
-        depth = fill_depth
+        depth = ce_depth if ce else fill_depth
         if schedule is Schedule.INTER_SM:  # a persistent GEMM on sm − k SMs, each owning whole tiles
             compute_s = max(compute_s, _tile_waves_s(w, system, sm - k))
             depth = min(depth, _waves(w, sm - k))

@@ -431,13 +431,14 @@ def test_a_copy_engine_overlap_pays_alpha_for_every_dma_to_a_peer_after_the_firs
     # A DMA starts only once the one before it on its copy stream has ended (local DMAs on one H200: ~1.9 µs per
     # chunk boundary, benchmarks/2026-12-01-one-gpu-h200.md §2; 2.75-2.88 µs per chunk over NVLink on 2xH200).
     # GEMM + reduce-scatter sends each peer its rows once: one DMA per peer. The one-shot GEMM + all-reduce
-    # (kernels/fused.py) pushes each of its P row blocks to every peer as soon as it is computed: P DMAs per peer.
-    # Peers are served side by side, as in the copy-engine collectives. At a tiny shape the copy stream is the
-    # longer side (t = comm + latency + the fixed costs + compute/P), so raising the copy engine's α by 1 µs
-    # raises the prediction by the 2 α of the one-shot's latency (the step and the flag), plus 1 µs per DMA to a
-    # peer after the first: reduce-scatter 2 µs at any P; all-reduce 2 + 1 = 3 µs at P = 2, 2 + 3 = 5 µs at P = 4
+    # (kernels/fused.py) pushes each row block of its partial product to every peer as soon as it is computed: two
+    # blocks at 2 ranks, one beyond (fused.one_shot_blocks). Peers are served side by side, as in the copy-engine
+    # collectives. At a tiny shape the copy stream is the longer side (t = comm + latency + the fixed costs +
+    # compute / depth), so raising the copy engine's α by 1 µs raises the prediction by the 2 α of the one-shot's
+    # latency (the step and the flag), plus 1 µs per DMA to a peer after the first: reduce-scatter 2 µs at any P;
+    # all-reduce 2 + 1 = 3 µs at P = 2, 2 + 0 = 2 µs at P = 4
     expected = {("gemm-reduce-scatter", 2): 2e-6, ("gemm-all-reduce", 2): 3e-6,
-                ("gemm-reduce-scatter", 4): 2e-6, ("gemm-all-reduce", 4): 5e-6}  # fmt: skip
+                ("gemm-reduce-scatter", 4): 2e-6, ("gemm-all-reduce", 4): 2e-6}  # fmt: skip
     for (name, n), dt in expected.items():
         t = []
         for ce_alpha in (10e-6, 11e-6):
@@ -447,3 +448,13 @@ def test_a_copy_engine_overlap_pays_alpha_for_every_dma_to_a_peer_after_the_firs
             assert p.algorithms == ("one-shot",) and p.compute_s < p.comm_s
             t.append(p.t_s)
         assert t[1] - t[0] == pytest.approx(dt), (name, n)
+
+
+def test_a_one_shot_copy_engine_overlap_fills_its_pipeline_by_row_blocks():
+    # fill = min(compute, comm) / depth: the one-shot all-reduce's depth is its row blocks (2 at 2 ranks, 1 at 4: the
+    # whole GEMM before the first DMA), the reduce-scatter's its shards (one per rank)
+    for n, blocks in ((2, 2), (4, 1)):
+        system = make_system(n=n)
+        for name, depth in (("gemm-all-reduce", blocks), ("gemm-reduce-scatter", n)):
+            p = predict(build(name, n, m=64 * n, n=128, k=128), system, Mechanism.COPY_ENGINE, Schedule.CE_OVERLAP)
+            assert p.fill_s == pytest.approx(min(p.compute_s, p.comm_s) / depth), (name, n)
