@@ -14,6 +14,9 @@
 #   bash benchmarks/device_run_one_gpu.sh eleventh the copy-engine overlaps (kernels/fused.py) on 2-8 emulated ranks
 #                                                 (tests/emulate_fused.py), then the copy-engine GPU tests and the
 #                                                 emulated inter-SM GEMM + all-reduce
+#   bash benchmarks/device_run_one_gpu.sh eleventh2 the copy-engine collectives with a copy-stream lane per peer:
+#                                                 every emulated case, 4 emulated ranks timed with lanes or one,
+#                                                 then the copy-engine GPU tests
 set -u
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | grep -v WARNING | tail -2
@@ -44,6 +47,11 @@ elif [ "$1" = eleventh ]; then
   echo "$(grep -c '^ok' "$OUT/emulate-fused.log") ok, $(grep -c '^FAIL' "$OUT/emulate-fused.log") failed in $(( $(date +%s) - start )) s"
   timeout 240 python3 -m pytest -q -p no:cacheprovider tests/test_copy_engine_gpu.py tests/test_gpu_state.py \
     "tests/test_kernels_gpu.py::test_emulated_ranks_gemm_all_reduce_inter_sm" 2>&1 | tee "$OUT/gpu-tests.log" | tail -4
+elif [ "$1" = eleventh2 ]; then
+  start=$(date +%s)
+  timeout 400 python3 tests/emulate_ce.py --time-lanes 2>&1 | grep -v Warning | tee "$OUT/emulate-ce.log" | grep -v "^ok"
+  echo "$(grep -c '^ok' "$OUT/emulate-ce.log") ok, $(grep -c '^FAIL' "$OUT/emulate-ce.log") failed in $(( $(date +%s) - start )) s"
+  timeout 170 python3 -m pytest -q -p no:cacheprovider tests/test_copy_engine_gpu.py 2>&1 | tail -2
 elif [ "$1" = tenth6 ]; then
   timeout 150 python3 benchmarks/kernels_sweep.py 64MiB --ce-chunks 0 --ce-local sm,sm16,dma,none --ce-calls 3 \
     --ce-streams 1,2 2>&1 | grep -v Warning | tee "$OUT/sweep-one-rank.log"

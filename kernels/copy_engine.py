@@ -1,8 +1,9 @@
 """Collectives whose transfers are copy-engine DMAs (cudaMemcpyAsync into the peers' symmetric inboxes), pipelined.
 
-No SM moves a byte across the link. Each rank cuts what it owes every peer into chunks of about CHUNK_BYTES and
-pushes them, chunk by chunk, into slot `rank` of the peer's inbox on a copy stream; after each chunk a
-signal stream (waiting on the copy stream's event, so the next DMA starts at once) raises READY on the peer.
+No SM moves a byte across the link. Each rank cuts what it owes every peer into chunks (halving towards a last one
+of TAIL_BYTES, or of about CHUNK_BYTES) and pushes them, chunk by chunk, into slot `rank` of the peer's inbox on
+that peer's copy stream; after each chunk a signal stream (waiting on the copy streams' events, so the next DMA
+starts at once) raises READY on the peers.
 The calling stream waits for each peer's chunk and finishes it locally (one add per peer, or a copy out of
 the inbox) while the next chunks are still on the link, so only the last chunk's local work is exposed.
 Once every chunk from a peer is consumed, FREE tells the peer its slot may be overwritten; FREE starts with
@@ -49,6 +50,11 @@ TAIL_BYTES, MAX_CHUNK_BYTES = 4 << 20, 64 << 20
 # way. Local DMAs on one H200 (benchmarks/2026-12-01-one-gpu-h200.md): 128 MiB in 16 chunks took 28.2 µs more
 # than one copy on one stream, 7.5 µs more on two. Not yet measured over NVLink, so one stream stays the default.
 COPY_STREAMS = int(os.environ.get("PKROOF_CE_STREAMS", "1"))
+# a lane of copy streams per peer: each peer's DMAs queue behind that peer's alone, so beyond 2 ranks the copy
+# engine's α of one peer's DMA runs under the others' transfers (chunks per peer cost α each: the model charges
+# peers side by side, rooflines/bound.py). On one lane the P − 1 DMAs of every chunk start one after another.
+# At 2 ranks the two are the same; beyond, nothing is measured (2 GPUs only). PKROOF_CE_PEER_STREAMS=0: one lane.
+PEER_STREAMS = os.environ.get("PKROOF_CE_PEER_STREAMS", "1") != "0"
 
 
 def chunk_bounds(span: int, itemsize: int) -> list[tuple[int, int]]:
@@ -76,19 +82,31 @@ def _halving_bounds(span: int, itemsize: int) -> list[tuple[int, int]]:
     return bounds
 
 
-class Streams:
-    """The calling stream, COPY_STREAMS copy streams for the DMAs and a signal stream for the READY raises."""
+def copy_stream_index(chunk: int, peer: int, lanes: int) -> int:
+    """Which of Streams' copy streams carries chunk `chunk`'s DMA to the `peer`-th peer: COPY_STREAMS per lane, the
+    chunks alternating over a lane's; lane `peer` of `lanes` (one lane: every peer on it)."""
+    return (chunk % COPY_STREAMS) * lanes + peer % lanes
 
-    def __init__(self) -> None:
+
+class Streams:
+    """The calling stream, copy streams for the DMAs and a signal stream for the READY raises. The copy streams
+    are COPY_STREAMS per lane, a lane per peer (PEER_STREAMS) or one (copy_stream_index)."""
+
+    def __init__(self, peers: int = 1) -> None:
         self.main = torch.cuda.current_stream()
-        self.copies = [side_stream(0), *(side_stream(2 + i) for i in range(COPY_STREAMS - 1))]
+        self.lanes = max(1, peers) if PEER_STREAMS else 1
+        count = COPY_STREAMS * self.lanes
+        self.copies = [side_stream(0), *(side_stream(2 + i) for i in range(count - 1))]
         self.signal = side_stream(1)
         for stream in (*self.copies, self.signal):
             stream.wait_stream(self.main)
 
-    def on_copy(self, chunk: int = 0) -> AbstractContextManager:
-        """The copy stream of chunk `chunk` (chunks alternate over the copy streams)."""
-        return torch.cuda.stream(self.copies[chunk % len(self.copies)])
+    def _copy_stream(self, chunk: int, peer: int) -> torch.cuda.Stream:
+        return self.copies[copy_stream_index(chunk, peer, self.lanes)]
+
+    def on_copy(self, chunk: int = 0, peer: int = 0) -> AbstractContextManager:
+        """The copy stream of chunk `chunk`'s DMA to the `peer`-th peer (chunks alternate over COPY_STREAMS)."""
+        return torch.cuda.stream(self._copy_stream(chunk, peer))
 
     def copies_after_first(self) -> None:
         """Every other copy stream waits for what the first has been given so far (the peers' credits)."""
@@ -97,9 +115,10 @@ class Streams:
 
     def after_copies(self, chunk: int, fn: Callable[[], None]) -> None:
         """Run fn on the signal stream once chunk `chunk`'s DMAs (and every chunk's before it) have completed."""
-        done = torch.cuda.Event()
-        done.record(self.copies[chunk % len(self.copies)])
-        self.signal.wait_event(done)  # the signal stream runs in chunk order, so READY is raised in chunk order
+        for lane in range(self.lanes):
+            done = torch.cuda.Event()
+            done.record(self._copy_stream(chunk, lane))
+            self.signal.wait_event(done)  # the signal stream runs in chunk order, so READY is raised in chunk order
         with torch.cuda.stream(self.signal):
             fn()
 
@@ -134,7 +153,7 @@ def _pipelined(
     to = [(ws.rank + step) % ws.world for step in range(1, ws.world)]  # every rank starts with a different peer
     frm = [(ws.rank - step) % ws.world for step in range(1, ws.world)]  # the order the peers push to this rank
     bounds = chunk_bounds(span, inbox.element_size())
-    streams = Streams()
+    streams = Streams(len(to))
     with streams.on_copy():
         slots = {p: ws.peer_view(name, numel, dtype, p)[ws.rank * span : (ws.rank + 1) * span] for p in to}
         for p in to:
@@ -147,8 +166,8 @@ def _pipelined(
         # work: benchmarks/data/2026-11-30-ninth/call3-ce-calls.log)
         streams.main_after_copy_so_far()
     for chunk, (lo, hi) in enumerate(bounds):
-        with streams.on_copy(chunk):
-            for p in to:
+        for i, p in enumerate(to):
+            with streams.on_copy(chunk, i):
                 slots[p][lo:hi].copy_(data[p][lo:hi])
         streams.after_copies(chunk, lambda: _raise(CE_READY, to))
     if meanwhile is not None:

@@ -12,6 +12,7 @@ consumed before its DMA landed, gives wrong elements. Expected values: plain tor
 
     python tests/emulate_ce.py          # every case; exits 1 on the first mismatch (needs one GPU)
     python tests/emulate_ce.py --time   # also times 2 emulated ranks by copy streams (local DMAs: a proxy only)
+    python tests/emulate_ce.py --time-lanes   # also times 4 emulated ranks, a copy-stream lane per peer or one
 
 A wait gives up after symm.MAX_POLLS polls, so a broken protocol gives wrong results, not a hang.
 """
@@ -163,9 +164,18 @@ class Ranks:
         return outs
 
 
-def configure(schedule: str, streams: int, local_copy: str, tail_bytes: int) -> None:
+def configure(schedule: str, streams: int, local_copy: str, tail_bytes: int, peer_lanes: bool = True) -> None:
     copy_engine.SCHEDULE, copy_engine.COPY_STREAMS, copy_engine.LOCAL_COPY = schedule, streams, local_copy
     copy_engine.TAIL_BYTES = copy_engine.CHUNK_BYTES = tail_bytes
+    copy_engine.PEER_STREAMS = peer_lanes
+
+
+def _fits(world: int, streams: int, peer_lanes: bool) -> bool:
+    """Whether every rank's streams (calling, copy streams per lane, signal) stay distinct: torch.cuda.Stream()
+    hands out a pool of 32 in turn, and the device has 32 hardware queues; two ranks sharing one would let one
+    rank's spinning wait block the other's raise. Kept to 24, so the streams made before a case do not count."""
+    lanes = world - 1 if peer_lanes else 1
+    return world * (2 + streams * lanes) <= 24
 
 
 def _wrong(kind: str, world: int, xs: list[torch.Tensor], outs: list[torch.Tensor]) -> str | None:
@@ -235,26 +245,27 @@ def check_graph(kind: str, world: int, n: int, replays: int = 3) -> str | None:
 
 
 def cases():
-    """(check, kind, world, elements, schedule, copy streams, local copy): odd chunks, several per call. Eager
-    calls at every setting; graphs at 2-4 ranks with the default schedule and copy-out."""
-    for kind, world, schedule, streams, local in itertools.product(
-        COLLECTIVES, (2, 3, 4, 8), ("halving", "equal"), (1, 2), ("sm", "dma")
+    """(check, kind, world, elements, schedule, copy streams, local copy, a copy-stream lane per peer): odd chunks,
+    several per call. Eager calls at every setting whose streams fit (_fits); graphs at 2-4 ranks with the default
+    schedule and copy-out. At 2 ranks the lanes are one either way: run once."""
+    for kind, world, schedule, streams, local, lanes in itertools.product(
+        COLLECTIVES, (2, 3, 4, 8), ("halving", "equal"), (1, 2), ("sm", "dma"), (True, False)
     ):
-        if world == 8 and streams == 2:  # 8 ranks x 4 streams, beside the default stream: more than 32
+        if (world == 2 and not lanes) or not _fits(world, streams, lanes):
             continue
         n = world * 3001 if kind in ("all-to-all", "reduce-scatter") else 3001
-        yield check, kind, world, n, schedule, streams, local
+        yield check, kind, world, n, schedule, streams, local, lanes
         if world < 8 and (schedule, local) == ("halving", "sm"):
-            yield check_graph, kind, world, n, schedule, streams, local
+            yield check_graph, kind, world, n, schedule, streams, local, lanes
 
 
 def run_all() -> int:
     failures = 0
-    for fn, kind, world, n, schedule, streams, local in cases():
-        configure(schedule, streams, local, tail_bytes=1024)  # 512-element tail: 3001 elements are 4-6 chunks
+    for fn, kind, world, n, schedule, streams, local, lanes in cases():
+        configure(schedule, streams, local, tail_bytes=1024, peer_lanes=lanes)  # 512-element tail: 4-6 chunks
         why = fn(kind, world, n)
         label = f"{'graph' if fn is check_graph else 'eager'} {kind} world={world} n={n} schedule={schedule} "
-        label += f"copy_streams={streams} local={local}"
+        label += f"copy_streams={streams} local={local} peer_lanes={lanes}"
         print(f"{'ok  ' if why is None else 'FAIL'} {label}{'' if why is None else ': ' + why}", flush=True)
         failures += why is not None
     return failures
@@ -282,9 +293,38 @@ def time_streams(mib: int = 256) -> None:
                   f"{start.elapsed_time(end) * 100:.1f} µs per call", flush=True)  # fmt: skip
 
 
+def time_lanes(world: int = 4, sizes_mib: tuple[int, ...] = (1, 16, 64)) -> None:
+    """`world` emulated ranks on one GPU, one copy stream per lane, a lane per peer against one lane: µs per call of
+    10 back-to-back calls. Every DMA is a local copy here and all ranks share one GPU's copy engines and HBM, so
+    this shows what queueing the peers' DMAs one after another costs on this GPU, not what NVLink would."""
+    for kind in COLLECTIVES:
+        for mib in sizes_mib:
+            for lanes in (False, True):
+                configure("halving", 1, "sm", tail_bytes=4 << 20, peer_lanes=lanes)
+                n = (mib << 20) // 2  # bf16 elements of one rank's input
+                ranks = Ranks(world, reserve=2 * world * (mib << 20))
+                ranks.warm()
+                xs = [torch.randn(n, device="cuda").to(torch.bfloat16) for _ in range(world)]
+                for _ in range(2):
+                    ranks.call(COLLECTIVES[kind], xs)
+                torch.cuda.synchronize()
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                for _ in range(10):
+                    ranks.call(COLLECTIVES[kind], xs)
+                end.record()
+                end.synchronize()
+                print(f"time {kind} {mib} MiB a rank, {world} emulated ranks, peer_lanes={lanes}: "
+                      f"{start.elapsed_time(end) * 100:.1f} µs per call", flush=True)  # fmt: skip
+                del ranks, xs
+                torch.cuda.empty_cache()
+
+
 if __name__ == "__main__":
     print(f"# {torch.cuda.get_device_name()}, CUDA_DEVICE_MAX_CONNECTIONS={os.environ['CUDA_DEVICE_MAX_CONNECTIONS']}")
     bad = run_all()
     if "--time" in sys.argv:
         time_streams()
+    if "--time-lanes" in sys.argv:
+        time_lanes()
     sys.exit(1 if bad else 0)

@@ -62,7 +62,10 @@ class _Workspace:
 class _Inline:
     """The calling thread stands in for every stream: copy_engine.Streams and fused.Side alike."""
 
-    def on_copy(self, chunk=0):
+    def __init__(self, peers=1):
+        pass
+
+    def on_copy(self, chunk=0, peer=0):
         return contextlib.nullcontext()
 
     def copies_after_first(self):
