@@ -293,10 +293,12 @@ def time_streams(mib: int = 256) -> None:
                   f"{start.elapsed_time(end) * 100:.1f} µs per call", flush=True)  # fmt: skip
 
 
-def time_lanes(world: int = 4, sizes_mib: tuple[int, ...] = (1, 16, 64)) -> None:
-    """`world` emulated ranks on one GPU, one copy stream per lane, a lane per peer against one lane: µs per call of
-    10 back-to-back calls. Every DMA is a local copy here and all ranks share one GPU's copy engines and HBM, so
-    this shows what queueing the peers' DMAs one after another costs on this GPU, not what NVLink would."""
+def time_lanes(world: int = 4, sizes_mib: tuple[int, ...] = (1, 16, 64), replays: int = 10) -> None:
+    """`world` emulated ranks on one GPU, one copy stream per lane, a lane per peer against one lane: µs per call,
+    each rank's call captured in a CUDA graph and all the graphs replayed `replays` times (eager calls here are
+    bound by the host issuing every rank's work: 2-7 ms a call, whatever the size). Every DMA is a local copy and
+    all ranks share one GPU's copy engines and HBM, so this shows what queueing the peers' DMAs one after another
+    costs on this GPU, not what NVLink would."""
     for kind in COLLECTIVES:
         for mib in sizes_mib:
             for lanes in (False, True):
@@ -305,18 +307,30 @@ def time_lanes(world: int = 4, sizes_mib: tuple[int, ...] = (1, 16, 64)) -> None
                 ranks = Ranks(world, reserve=2 * world * (mib << 20))
                 ranks.warm()
                 xs = [torch.randn(n, device="cuda").to(torch.bfloat16) for _ in range(world)]
-                for _ in range(2):
-                    ranks.call(COLLECTIVES[kind], xs)
+                ranks.call(COLLECTIVES[kind], xs)  # makes the inboxes
                 torch.cuda.synchronize()
+                graphs = []
+                for rank in range(world):
+                    ranks.rank = rank
+                    graphs.append(torch.cuda.CUDAGraph())
+                    with torch.cuda.graph(graphs[-1], stream=ranks.main[rank]):
+                        COLLECTIVES[kind](xs[rank])
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                for _ in range(10):
-                    ranks.call(COLLECTIVES[kind], xs)
-                end.record()
-                end.synchronize()
+                for _round in range(2):  # the first round untimed: the events keep the second
+                    torch.cuda.synchronize()
+                    start.record()
+                    for _ in range(replays):
+                        for rank, graph in enumerate(graphs):
+                            ranks.main[rank].wait_stream(torch.cuda.current_stream())
+                            with torch.cuda.stream(ranks.main[rank]):
+                                graph.replay()
+                        for main in ranks.main:
+                            torch.cuda.current_stream().wait_stream(main)
+                    end.record()
+                    end.synchronize()
                 print(f"time {kind} {mib} MiB a rank, {world} emulated ranks, peer_lanes={lanes}: "
-                      f"{start.elapsed_time(end) * 100:.1f} µs per call", flush=True)  # fmt: skip
-                del ranks, xs
+                      f"{start.elapsed_time(end) * 1000 / replays:.1f} µs per call", flush=True)  # fmt: skip
+                del ranks, xs, graphs
                 torch.cuda.empty_cache()
 
 
