@@ -1,5 +1,10 @@
 """The fast paths PyTorch already ships, profiled as peers of the reference where they apply (GPUs only).
 
+NCCL in place: the all-reduce, broadcast and reduce references return a new tensor (they must not change their
+inputs), so they copy x first and NCCL works on the copy, while the code they come from (Megatron's _reduce,
+DDP's parameter broadcast, DeepSpeed's gradient reduce) and nccl-tests run NCCL in place. The in-place peers time
+NCCL without that copy: the stricter baseline for pkroof's kernels, whose outputs are new tensors at no extra cost.
+
 torch.ops.symm_mem's one-shot and two-shot all-reduce work on symmetric memory, so each call first copies its
 input into a symmetric buffer (allocated once per shape): that copy is part of what a caller holding ordinary
 tensors pays, and is timed with the op. fused_all_gather_matmul / fused_matmul_reduce_scatter take ordinary
@@ -9,6 +14,8 @@ tensors. NVLink multicast stays off (TORCH_SYMM_MEM_DISABLE_MULTICAST=1), so no 
 from __future__ import annotations
 
 from typing import Any
+
+from .declare import declare
 
 _BUFFERS: dict[tuple, Any] = {}
 
@@ -33,6 +40,31 @@ def _symmetric_copy(x: Any) -> Any:
     buf = _BUFFERS[key]
     buf.copy_(x)
     return buf
+
+
+@declare(mechanism="nccl", schedule="serial")
+def nccl_all_reduce_in_place(x: Any) -> Any:
+    import torch.distributed as dist
+
+    dist.all_reduce(x)
+    return x
+
+
+@declare(mechanism="nccl", schedule="serial")
+def nccl_broadcast_in_place(x: Any) -> Any:
+    import torch.distributed as dist
+
+    dist.broadcast(x, src=0)
+    return x
+
+
+@declare(mechanism="nccl", schedule="serial")
+def nccl_reduce_in_place(x: Any) -> Any:
+    """Rank 0 returns the sum; the other ranks return an empty tensor (as the reference)."""
+    import torch.distributed as dist
+
+    dist.reduce(x, dst=0)
+    return x if dist.get_rank() == 0 else x.new_empty(0)
 
 
 def symm_mem_one_shot_all_reduce(x: Any) -> Any:

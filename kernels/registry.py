@@ -42,6 +42,10 @@ BUILTIN_IMPLS: dict[str, BuiltinImpl] = {
         "ecosystem",
         "ecosystem",
         {
+            # NCCL without the copy the references make to leave their inputs alone (kernels/ecosystem.py)
+            "nccl-all-reduce-in-place": ("nccl_all_reduce_in_place", {"all-reduce"}),
+            "nccl-broadcast-in-place": ("nccl_broadcast_in_place", {"broadcast"}),
+            "nccl-reduce-in-place": ("nccl_reduce_in_place", {"reduce"}),
             "torch-symm-mem-one-shot": ("symm_mem_one_shot_all_reduce", {"all-reduce"}),
             "torch-symm-mem-two-shot": ("symm_mem_two_shot_all_reduce", {"all-reduce"}),
             "torch-fused-all-gather-matmul": ("fused_all_gather_matmul", {"all-gather-gemm"}),

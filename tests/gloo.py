@@ -77,3 +77,24 @@ def run_references(rank: int, world: int, names: tuple, seed: int) -> dict:
         mutated = any(not torch.equal(a, b) for a, b in zip(args, before, strict=True))
         results[name] = (out if isinstance(out, tuple) else (out,), mutated)
     return results
+
+
+def run_in_place_peers(rank: int, world: int, seed: int) -> dict:
+    """On each gloo rank: the NCCL-in-place peers (kernels/ecosystem.py) against their problem's reference, each on its
+    own copy of this rank's inputs: {problem: (same output, same shape)}."""
+    import torch
+
+    from pkroof.kernels import ecosystem
+
+    peers = {
+        "all_reduce": ecosystem.nccl_all_reduce_in_place,
+        "broadcast": ecosystem.nccl_broadcast_in_place,
+        "reduce": ecosystem.nccl_reduce_in_place,
+    }
+    results = {}
+    for name, peer in peers.items():
+        args = small_inputs(name, rank, world, seed)
+        want = problem_module(name).reference(*[a.clone() for a in args])
+        got = peer(*[a.clone() for a in args])
+        results[name] = (torch.equal(got, want), got.shape == want.shape)
+    return results

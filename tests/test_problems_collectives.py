@@ -3,7 +3,7 @@ against an oracle computed here in one process, with plain torch, from every ran
 
 import pytest
 import torch
-from gloo import problem_module, run_on_ranks, run_references, small_inputs
+from gloo import problem_module, run_in_place_peers, run_on_ranks, run_references, small_inputs
 
 from pkroof.rooflines import Collective, Workload
 
@@ -275,3 +275,12 @@ def test_workload_is_the_hand_written_collective(name, world):
         assert op.kind is COLLECTIVES[name]
         assert op.size_bytes == params["size_bytes"]
         assert op.group_size == (2 if name == "send_recv" else world)
+
+
+def test_nccl_in_place_peers_give_the_reference_output():
+    # the ecosystem's in-place NCCL all-reduce, broadcast and reduce (no copy of the input first) return what the
+    # references (a copy, then NCCL on it) return, on every rank: the sum, rank 0's buffer, the sum on rank 0 only
+    results = run_on_ranks(run_in_place_peers, 2, SEED)
+    for rank, by_problem in enumerate(results):
+        for name, (same, same_shape) in by_problem.items():
+            assert same and same_shape, f"{name}, rank {rank}"
