@@ -183,6 +183,7 @@ def test_automatic_peers_need_gpus_and_triton(monkeypatch):
         importlib.util, "find_spec", lambda name, *a: None if name == "triton" else real_find_spec(name)
     )
     peers = automatic_peers("all-reduce", "nccl", said.append)
-    # torch's own fast paths still run; pkroof's kernels are skipped with one line, not recorded as crashes
-    assert peers == ["torch-symm-mem-one-shot", "torch-symm-mem-two-shot"]
+    # NCCL in place and torch's own fast paths still run; pkroof's kernels are skipped with one line, not recorded
+    # as crashes
+    assert peers == ["nccl-all-reduce-in-place", "torch-symm-mem-one-shot", "torch-symm-mem-two-shot"]
     assert len(said) == 1 and "triton is not installed" in said[0] and "pkroof-one-shot-push" in said[0]
