@@ -25,6 +25,8 @@ def inputs(rank, world_size, *, seed, device, size_bytes):
 
 
 def reference(x):
+    """x is copied first: a reference must not change its inputs, while Megatron's _reduce and nccl-tests run NCCL in place
+    (profiled beside as nccl-all-reduce-in-place)."""
     out = x.clone()
     dist.all_reduce(out)
     return out

@@ -25,6 +25,8 @@ def inputs(rank, world_size, *, seed, device, size_bytes):
 
 
 def reference(x):
+    """x is copied first: a reference must not change its inputs, while DDP's parameter broadcast and nccl-tests run NCCL in place
+    (profiled beside as nccl-broadcast-in-place)."""
     out = x.clone()
     dist.broadcast(out, src=0)
     return out

@@ -25,7 +25,8 @@ def inputs(rank, world_size, *, seed, device, size_bytes):
 
 
 def reference(x):
-    """Rank 0 returns the sum; the other ranks return an empty tensor."""
+    """Rank 0 returns the sum; the other ranks return an empty tensor. x is copied first: a reference must not
+    change its inputs, while DeepSpeed's average_tensor and nccl-tests run NCCL in place (profiled beside as nccl-reduce-in-place)."""
     out = x.clone()
     dist.reduce(out, dst=0)
     return out if dist.get_rank() == 0 else x.new_empty(0)
