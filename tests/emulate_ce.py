@@ -158,10 +158,34 @@ class Ranks:
             self.rank = rank
             self.main[rank].wait_stream(torch.cuda.current_stream())  # the inputs were drawn there
             with torch.cuda.stream(self.main[rank]):
-                outs.append(fn(*x) if isinstance(x, tuple) else fn(x))
+                outs.append(fn(*_args(x)))
         for main in self.main:
             torch.cuda.current_stream().wait_stream(main)
         return outs
+
+    def capture(self, fn, inputs: list) -> tuple[list[torch.cuda.CUDAGraph], list]:
+        """Each rank's call of fn on inputs[rank] captured in a CUDA graph on its calling stream: (graphs, outputs)."""
+        graphs, outs = [], []
+        for rank, x in enumerate(inputs):
+            self.rank = rank
+            graphs.append(torch.cuda.CUDAGraph())
+            with torch.cuda.graph(graphs[-1], stream=self.main[rank]):
+                outs.append(fn(*_args(x)))
+        return graphs, outs
+
+    def replay(self, graphs: list[torch.cuda.CUDAGraph]) -> None:
+        """Every rank's graph once, issued rank after rank on its calling stream behind the current stream's work,
+        run together; the current stream then waits for them all."""
+        for rank, graph in enumerate(graphs):
+            self.main[rank].wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(self.main[rank]):
+                graph.replay()
+        for main in self.main:
+            torch.cuda.current_stream().wait_stream(main)
+
+
+def _args(x) -> tuple:
+    return x if isinstance(x, tuple) else (x,)
 
 
 def configure(schedule: str, streams: int, local_copy: str, tail_bytes: int, peer_lanes: bool = True) -> None:
@@ -223,20 +247,13 @@ def check_graph(kind: str, world: int, n: int, replays: int = 3) -> str | None:
     torch.cuda.synchronize()
     if why is not None:
         return f"eager call, {why}"
-    graphs, outs = [], []
-    for rank in range(world):
-        ranks.rank = rank
-        graphs.append(torch.cuda.CUDAGraph())
-        with torch.cuda.graph(graphs[-1], stream=ranks.main[rank]):
-            outs.append(COLLECTIVES[kind](xs[rank]))
+    graphs, outs = ranks.capture(COLLECTIVES[kind], xs)
     for replay in range(replays):
         fresh = _draw(g, world, n)
         for x, f in zip(xs, fresh, strict=True):
             x.copy_(f)
         torch.cuda.synchronize()
-        for rank, graph in enumerate(graphs):
-            with torch.cuda.stream(ranks.main[rank]):
-                graph.replay()
+        ranks.replay(graphs)
         torch.cuda.synchronize()
         why = _wrong(kind, world, fresh, outs)
         if why is not None:
@@ -309,23 +326,13 @@ def time_lanes(world: int = 4, sizes_mib: tuple[int, ...] = (1, 16, 64), replays
                 xs = [torch.randn(n, device="cuda").to(torch.bfloat16) for _ in range(world)]
                 ranks.call(COLLECTIVES[kind], xs)  # makes the inboxes
                 torch.cuda.synchronize()
-                graphs = []
-                for rank in range(world):
-                    ranks.rank = rank
-                    graphs.append(torch.cuda.CUDAGraph())
-                    with torch.cuda.graph(graphs[-1], stream=ranks.main[rank]):
-                        COLLECTIVES[kind](xs[rank])
+                graphs, _ = ranks.capture(COLLECTIVES[kind], xs)
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 for _round in range(2):  # the first round untimed: the events keep the second
                     torch.cuda.synchronize()
                     start.record()
                     for _ in range(replays):
-                        for rank, graph in enumerate(graphs):
-                            ranks.main[rank].wait_stream(torch.cuda.current_stream())
-                            with torch.cuda.stream(ranks.main[rank]):
-                                graph.replay()
-                        for main in ranks.main:
-                            torch.cuda.current_stream().wait_stream(main)
+                        ranks.replay(graphs)
                     end.record()
                     end.synchronize()
                 print(f"time {kind} {mib} MiB a rank, {world} emulated ranks, peer_lanes={lanes}: "

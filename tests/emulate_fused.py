@@ -130,21 +130,14 @@ def check_graph(name: str, world: int, replays: int = 3) -> str | None:
     torch.cuda.synchronize()
     if why is not None:
         return f"eager call, {why}"
-    graphs, outs = [], []
-    for rank in range(world):
-        ranks.rank = rank
-        graphs.append(torch.cuda.CUDAGraph())
-        with torch.cuda.graph(graphs[-1], stream=ranks.main[rank]):
-            outs.append(fn(*args[rank]))
+    graphs, outs = ranks.capture(fn, args)
     for replay in range(replays):
         fresh = _draw(g, name, world)
         for held, new in zip(args, fresh, strict=True):
             for tensor, value in zip(held, new, strict=True):
                 tensor.copy_(value)
         torch.cuda.synchronize()
-        for rank, graph in enumerate(graphs):
-            with torch.cuda.stream(ranks.main[rank]):
-                graph.replay()
+        ranks.replay(graphs)
         torch.cuda.synchronize()
         why = _wrong(name, fresh, outs)
         if why is not None:
