@@ -17,6 +17,9 @@
 #   bash benchmarks/device_run_one_gpu.sh eleventh2 the copy-engine collectives with a copy-stream lane per peer:
 #                                                 every emulated case, 4 emulated ranks timed with lanes or one,
 #                                                 then the copy-engine GPU tests
+#   bash benchmarks/device_run_one_gpu.sh twelfth  the LL all-reduce (kernels/low_latency.py): its GPU tests (phased and
+#                                                 concurrent emulated ranks), then timed against the flag hand-off
+#                                                 with 2 ranks side by side on the one GPU
 set -u
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | grep -v WARNING | tail -2
@@ -52,6 +55,12 @@ elif [ "$1" = eleventh2 ]; then
   timeout 400 python3 tests/emulate_ce.py --time-lanes 2>&1 | grep -v Warning | tee "$OUT/emulate-ce.log" | grep -v "^ok"
   echo "$(grep -c '^ok' "$OUT/emulate-ce.log") ok, $(grep -c '^FAIL' "$OUT/emulate-ce.log") failed in $(( $(date +%s) - start )) s"
   timeout 170 python3 -m pytest -q -p no:cacheprovider tests/test_copy_engine_gpu.py 2>&1 | tail -2
+elif [ "$1" = twelfth ]; then
+  timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py -k "test_ll_" 2>&1 \
+    | tee "$OUT/ll-tests.log" | tail -4
+  for ctas in 64 128; do
+    timeout 100 python3 benchmarks/ll_local.py --ctas $ctas 2>&1 | grep -v Warning | tee "$OUT/ll-local-$ctas.log"
+  done
 elif [ "$1" = tenth6 ]; then
   timeout 150 python3 benchmarks/kernels_sweep.py 64MiB --ce-chunks 0 --ce-local sm,sm16,dma,none --ce-calls 3 \
     --ce-streams 1,2 2>&1 | grep -v Warning | tee "$OUT/sweep-one-rank.log"

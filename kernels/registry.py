@@ -22,6 +22,10 @@ class BuiltinImpl:
     problems: frozenset[str]  # suite problems whose reference it implements
     family: str  # "ecosystem" or "pkroof"
     auto: bool = True  # profiled beside the reference unasked; False: only when named with --impl
+    auto_max_bytes: int | None = None  # unasked only up to this size (nccl-tests' convention); above, when named
+
+    def runs_unasked(self, problem: str, comm_bytes: int) -> bool:
+        return self.auto and problem in self.problems and comm_bytes <= (self.auto_max_bytes or comm_bytes)
 
     @property
     def fn(self) -> Callable[..., Any]:
@@ -30,7 +34,7 @@ class BuiltinImpl:
 
 
 def _entries(family: str, module: str, table: dict[str, tuple]) -> dict[str, BuiltinImpl]:
-    """name -> (function, problems[, auto])"""
+    """name -> (function, problems[, auto[, auto_max_bytes]])"""
     return {
         name: BuiltinImpl(f"pkroof.kernels.{module}:{row[0]}", frozenset(row[1]), family, *row[2:])
         for name, row in table.items()
@@ -75,6 +79,15 @@ BUILTIN_IMPLS: dict[str, BuiltinImpl] = {
             "pkroof-all-gather-split": ("all_gather_split", {"all-gather"}, False),
             "pkroof-reduce-scatter-split": ("reduce_scatter_split", {"reduce-scatter"}, False),
             "pkroof-all-to-all-split": ("all_to_all_split", {"all-to-all"}, False),
+        },
+    ),
+    **_entries(
+        "pkroof",
+        "low_latency",
+        {
+            # data and flag in one 8-byte line (NCCL's LL protocol): for small messages, not yet timed on NVLink
+            "pkroof-one-shot-ll": ("all_reduce_one_shot_ll", {"all-reduce"}, True, 1 << 20),
+            "pkroof-gemv-ar-ll": ("gemv_all_reduce_ll", {"decode-gemv-all-reduce"}, True, 1 << 20),
         },
     ),
     **_entries(

@@ -158,6 +158,16 @@ class Workspace:
         buf, table, _ = self.buffers[key]
         return buf, table
 
+    def zeroed_buffer(self, name: str, numel: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """As `buffer`, but zero on every rank before any rank's first use returns (for kernels that poll a
+        buffer's own contents); the first call is collective, as allocation is, and cannot be graph-captured."""
+        if (name, numel, dtype) not in self.buffers:
+            buf, _ = self.buffer(name, numel, dtype)
+            buf.zero_()
+            torch.cuda.synchronize()
+            dist.barrier(group=self.group)  # no peer writes into it before it is zeroed
+        return self.buffer(name, numel, dtype)
+
     def peer_view(self, name: str, numel: int, dtype: torch.dtype, peer: int) -> torch.Tensor:
         """Rank `peer`'s copy of a buffer, addressable from this GPU (copy-engine transfers go through it)."""
         self.buffer(name, numel, dtype)

@@ -205,7 +205,10 @@ def implementations_table(registry: dict) -> str:
                 said += " / comm CTAs per shape"
         except ImportError as e:  # triton or torch missing here: the registry still lists it
             said = f"(cannot import: {e.name})"
-        rows.append([name, ", ".join(sorted(impl.problems)), impl.family, "auto" if impl.auto else "--impl", said])
+        runs = "auto" if impl.auto else "--impl"
+        if impl.auto and impl.auto_max_bytes:
+            runs += f" ≤ {fmt_bytes(impl.auto_max_bytes)}"
+        rows.append([name, ", ".join(sorted(impl.problems)), impl.family, runs, said])
     return _table(["implementation", "problems", "from", "runs", "declares"], rows)
 
 

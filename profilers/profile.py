@@ -49,16 +49,17 @@ def declared_pair(problem: Problem, impl: str) -> dict[str, Any] | None:
     return REFERENCE_PAIR if impl == "reference" else declared(resolve_impl(problem, impl))
 
 
-def automatic_peers(problem: str, backend: str, log: Callable[[str], None]) -> list[str]:
-    """The built-in implementations that run beside `problem`'s reference unasked: on GPUs only, and pkroof's own
-    kernels only where triton imports (said once per call, not recorded as crashes)."""
+def automatic_peers(problem: str, backend: str, log: Callable[[str], None], comm_bytes: int = 0) -> list[str]:
+    """The built-in implementations that run beside `problem`'s reference unasked at `comm_bytes`: on GPUs only, those
+    meant for that size, and pkroof's own kernels only where triton imports (said once per call, not recorded as
+    crashes)."""
     import importlib.util
 
     from pkroof.kernels.registry import BUILTIN_IMPLS
 
     if backend != "nccl":
         return []
-    peers = [n for n, b in BUILTIN_IMPLS.items() if b.auto and problem in b.problems]
+    peers = [n for n, b in BUILTIN_IMPLS.items() if b.runs_unasked(problem, comm_bytes)]
     if importlib.util.find_spec("triton") is None:
         mine = [n for n in peers if BUILTIN_IMPLS[n].family == "pkroof"]
         if mine:
@@ -124,7 +125,8 @@ def profile(
         workload = workload_of(problem, world, params)
         b: Bound = bound(workload, topo.system(world))
         reference_s = None
-        peers = automatic_peers(problem.name, backend, log)
+        comm_bytes = sum(op.size_bytes for op in workload.comm)  # nccl-tests' size convention
+        peers = automatic_peers(problem.name, backend, log, comm_bytes)
         chosen = [i for i in impls if i != "reference" and not (backend == "gloo" and i in BUILTIN_IMPLS)]
         if backend == "gloo" and any(i in BUILTIN_IMPLS for i in impls):
             log("the built-in GPU implementations need GPUs: skipped on CPU ranks")
@@ -139,7 +141,7 @@ def profile(
                     reference_s = done[key].get("median_s")
                 continue
             result = run_job(job, timeout_s)
-            result["comm_bytes"] = sum(op.size_bytes for op in b.workload.comm)  # nccl-tests' size convention
+            result["comm_bytes"] = comm_bytes
             if impl == "reference":  # the report's page data, so a report of these results needs no torch
                 result["analysis"] = analysis(problem, params, world, topo.system(world), workload=workload)
             pair = declared_pair(problem, impl)

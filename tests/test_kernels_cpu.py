@@ -164,6 +164,39 @@ def test_emulated_ranks_in_the_triton_interpreter():
     assert "5 inter-SM cases correct" in done.stdout  # GEMM + all-reduce inter-SM on 1, 2, 3, 4 and 8 ranks
 
 
+def test_ll_all_reduce_in_the_triton_interpreter():
+    # the LL all-reduce (kernels/low_latency.py), phased: fp32, bf16, fp16 × 1, 2, 3, 4, 8 ranks × (5 elements: one
+    # masked tile, a padded word for the half types; 20483 over 2 CTAs: three tiles, two on CTA 0, the last
+    # partial), three calls each (both inbox parities); every rank's output equal to rank 0's (tests/emulate_ll.py)
+    pytest.importorskip("triton")
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(Path(__file__).parent)}
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).parent / "emulate_ll.py")], capture_output=True, text=True, env=env,
+        timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "30 LL cases ok" in done.stdout  # 3 dtypes × 5 world sizes × 2 cases
+
+
+def test_ll_words_pad_half_types_to_whole_words():
+    pytest.importorskip("triton")
+    import torch
+
+    from pkroof.kernels import low_latency as ll
+
+    # 5 bf16 elements are 10 bytes: 3 words of 4 bytes, the last half padding (zero, so a sum leaves it zero)
+    w = ll.words_of(torch.arange(5, dtype=torch.bfloat16))
+    assert w.dtype == torch.int32 and w.numel() == 3
+    assert w.view(torch.bfloat16)[:5].tolist() == [0, 1, 2, 3, 4] and w.view(torch.bfloat16)[5].item() == 0
+    assert ll.words_of(torch.ones(6, dtype=torch.float32)).numel() == 6  # fp32: a word each
+    # about one tile per CTA, tiles of 256..4096 words: 256 KiB of bf16 is 65536 words, 512 for each of 128 CTAs;
+    # 16 KiB (a decode all-reduce) is 4096 words, 16 tiles of the smallest block
+    assert ll.tiling(65536, 128) == (512, 128, 128)
+    assert ll.tiling(4096, 128) == (256, 16, 16)
+    assert ll.ctas_used(torch.empty(8192, dtype=torch.bfloat16)) == 16
+    assert ll.inbox_lines(65) == 128
+
+
 def test_shape_labels_say_what_was_set():
     p = load("all-reduce")
     assert p.shape_label(None, {}) == "small"
@@ -187,3 +220,15 @@ def test_automatic_peers_need_gpus_and_triton(monkeypatch):
     # as crashes
     assert peers == ["nccl-all-reduce-in-place", "torch-symm-mem-one-shot", "torch-symm-mem-two-shot"]
     assert len(said) == 1 and "triton is not installed" in said[0] and "pkroof-one-shot-push" in said[0]
+
+
+def test_small_message_kernels_run_unasked_only_at_small_sizes():
+    from pkroof.profilers.profile import automatic_peers
+
+    # the LL all-reduce runs beside the reference up to 1 MiB (its auto_max_bytes) and only when named above it:
+    # its inbox holds 4x the message per peer, and the flag hand-off wins on bytes
+    assert "pkroof-one-shot-ll" in automatic_peers("all-reduce", "nccl", print, 256 << 10)
+    assert "pkroof-one-shot-ll" in automatic_peers("all-reduce", "nccl", print, 1 << 20)
+    big = automatic_peers("all-reduce", "nccl", print, (1 << 20) + 2)
+    assert "pkroof-one-shot-ll" not in big and "pkroof-one-shot-push" in big
+    assert "pkroof-gemv-ar-ll" in automatic_peers("decode-gemv-all-reduce", "nccl", print, 16 << 10)

@@ -41,3 +41,44 @@ def test_emulated_ranks_gemm_all_reduce_inter_sm(world):
     # = 3 K steps and 8; 4 pieces of 32 rows; 10 GEMM CTAs, 3 communication CTAs over 20 units
     emulate_gemm_all_reduce(world, device="cuda", m=520, n=776, k=200, tile=(128, 256, 64, 3, 8), gemm_ctas=10,
                             comm_ctas=3, pieces=4)  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("world", WORLDS)
+def test_ll_all_reduce_phased(world, dtype):
+    from emulate_ll import CASES, emulate_phased
+
+    for n, ctas in CASES:  # the CPU test's cases (tests/emulate_ll.py)
+        emulate_phased(world, n, dtype, ctas, device="cuda")
+
+
+@pytest.mark.parametrize(
+    "world,n,ctas",
+    [
+        (2, 128 << 10, 128),  # 256 KiB of bf16 on the shipped 128 CTAs: 256 CTAs resident at once
+        (2, 5 * 4096 + 3, 2),  # odd size, two tiles on CTA 0
+        (4, 8192, 16),  # decode all-reduce size (16 KiB)
+        (8, 5 * 4096 + 3, 8),
+    ],
+)
+def test_ll_all_reduce_concurrent(world, n, ctas):
+    # the protocol itself: ranks' kernels side by side on streams of one GPU, 40 calls queued per rank, then the
+    # same captured in CUDA graphs and replayed twice (tests/emulate_ll.py)
+    from emulate_ll import emulate_concurrent
+
+    emulate_concurrent(world, n, "bfloat16", ctas, graph=True)
+    emulate_concurrent(world, n, "float32", ctas)
+
+
+def test_ll_all_reduce_host_path_on_a_one_rank_group():
+    # workspace, zeroed inbox, padding of odd and misaligned inputs, graph capture, the GEMV + all-reduce, the CTAs it
+    # reports, and the one-line refusals, on a real (1-rank) NCCL group in a process of its own (tests/emulate_ll.py)
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    done = subprocess.run([sys.executable, str(here / "emulate_ll.py"), "--one-rank"], capture_output=True, text=True,
+                          timeout=180, cwd=here.parent)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "one-rank group ok" in done.stdout

@@ -128,3 +128,28 @@ def test_inter_sm_communication_is_16_byte_accesses_and_flags():
     assert "st.release.sys" in ptx and "ld.acquire.sys" in ptx  # the peers' flags
     assert "ld.global.gpu.acquire" in ptx  # the band counters the GEMM raises (Triton turns the add of 0 into a load)
     assert "multimem" not in ptx
+
+
+@pytest.mark.parametrize("block", [256, 512, 4096])
+def test_ll_all_reduce_moves_whole_lines_and_has_no_fence(block):
+    # kernels/low_latency.py: data and flag share each 8-byte line, so the sends must be 8-byte (vector) stores and the
+    # polls volatile 8-byte loads, never split into 4-byte halves a receiver could see apart; and nothing orders them
+    # (no fence, no release): that is what the protocol saves over the flag hand-off
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from pkroof.kernels.low_latency import _ll_all_reduce_kernel
+
+    names = ["x", "out", "table", "calls", "rank", "n_words", "lines", "n_tiles", "grid"]
+    args = dict(zip(names, ["*i32", "*i32", "*i64", "*i32", "i32", "i32", "i32", "i32", "i32"], strict=True))
+    constants = {"DTYPE": 1, "WORLD": 4, "BLOCK": block, "PHASE": 0}
+    aligned = {"x", "out", "table", "calls", "n_words", "lines"}  # as the launcher specialises 16-multiples
+    attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(names) if name in aligned}
+    source = ASTSource(_ll_all_reduce_kernel, args | dict.fromkeys(constants, "constexpr"), constants, attrs=attrs)
+    ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"]
+    sends = re.findall(r"st\.global[.\w]*\.b64", ptx)
+    polls = re.findall(r"ld\.volatile\.global[.\w]*", ptx)
+    assert sends and all(".v2.b64" in s for s in sends), sends
+    assert polls and all(p.endswith(".v2.b64") for p in polls), polls
+    assert not re.search(r"\bfence\.|\bmembar\.|\.release\.", ptx)
+    assert "multimem" not in ptx

@@ -1,0 +1,192 @@
+"""A low-latency (LL) all-reduce for small messages: the data carries its own flag.
+
+collectives.py hands each tile over with a flag: every thread stores its data into the peer's inbox, then one
+thread raises the peer's flag with a system-scope release store, which may only go once the CTA's data stores are
+acknowledged across NVLink (a round trip), and the flag then travels one way. On 2xH200 a bare flag took 1.23 µs
+one way and a 4 KiB message with its flag 2.55 µs (benchmarks/2026-11-30-latency-h200x2.md): at small sizes the
+hand-off, not the bytes, is the cost.
+
+Here every 4-byte word of data travels in an 8-byte line whose upper half is the call's flag, written by
+ordinary (16-byte vector) stores; the receiver polls the lines themselves with volatile loads until every line of
+its tile carries this call's flag. No fence, no separate flag: one trip one way, at twice the bytes on the link.
+It is NCCL's LL protocol, and it relies on what NCCL's does: an aligned 8-byte store arrives whole.
+
+Layout: every rank's inbox holds [parity 2][source rank WORLD][L lines] int64 (L: the words of the message rounded
+up to 64). Call c (a per-CTA counter, the same on every rank) writes parity c % 2 with flag c + 1, so a line left
+from call c - 2 (flag c - 1) or never written (the inbox starts zeroed) never passes. A rank writes parity h again
+only in call c + 2, which it starts after finishing call c + 1; that needed the peer's call-(c + 1) lines, which
+the peer sent after finishing call c, its last read of parity h. Sums run over the ranks in rank order in fp32, so
+every rank's output is the same.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import torch.distributed as dist
+import triton
+import triton.language as tl
+
+from .declare import declare, report_comm_sms
+from .symm import MAX_CTAS, MAX_POLLS, workspace
+
+_POLLS = tl.constexpr(MAX_POLLS)
+PACK = {torch.float32: 1, torch.bfloat16: 2, torch.float16: 2}  # elements per 4-byte word
+_CODE = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}  # how the kernel unpacks a word
+MAX_BYTES = 64 << 20  # the inbox holds 4x the message per peer; beyond this the flag hand-off of collectives.py wins
+CTAS_LL = int(os.environ.get("PKROOF_CTAS_LL", 128))
+
+
+@triton.jit
+def _lines(table, p):
+    """Rank p's inbox as int64 lines, 16-byte aligned (two lines per vector store)."""
+    return tl.multiple_of(tl.load(table + p).to(tl.pointer_type(tl.int64)), 16)
+
+
+@triton.jit
+def _unpack(w, DTYPE: tl.constexpr):
+    """A 4-byte word as (low element, high element) in fp32: fp32 words hold one (high is 0), half types two."""
+    if DTYPE == 0:
+        return w.to(tl.float32, bitcast=True), tl.zeros_like(w).to(tl.float32)
+    elif DTYPE == 1:  # bf16 is the upper half of an fp32
+        return (w << 16).to(tl.float32, bitcast=True), (w & -65536).to(tl.float32, bitcast=True)
+    else:
+        lo = (w & 0xFFFF).to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
+        hi = (w >> 16).to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
+        return lo, hi
+
+
+@triton.jit
+def _bits16(v, DTYPE: tl.constexpr):
+    """v (fp32) rounded to the half type, its 16 bits in the low half of an int32."""
+    if DTYPE == 1:
+        return v.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
+    else:
+        return v.to(tl.float16).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
+
+
+@triton.jit
+def _pack(lo, hi, DTYPE: tl.constexpr):
+    if DTYPE == 0:
+        return lo.to(tl.int32, bitcast=True)
+    else:
+        return _bits16(lo, DTYPE) | (_bits16(hi, DTYPE) << 16)
+
+
+@triton.jit(do_not_specialize=["rank"])  # one binary for every rank (rank 1 would get its own; see below)
+def _ll_all_reduce_kernel(
+    x, out, table, calls, rank, n_words, lines, n_tiles, grid,
+    DTYPE: tl.constexpr, WORLD: tl.constexpr, BLOCK: tl.constexpr, PHASE: tl.constexpr,
+):  # fmt: skip
+    # x, out: int32 words. PHASE 0 is the real thing; 1 (send only) and 2 (receive only) let tests run emulated
+    # ranks one after another on one GPU or in the interpreter: every rank's phase 1, then every rank's phase 2.
+    # Ranks emulated side by side on one GPU share this binary. Compiled apart (Triton specialises an argument
+    # equal to 1, or a multiple of 16), rank 1's first launch compiled and loaded a module while rank 0's kernel
+    # polled, and on the H200 all 6 concurrent cases then timed out or came back wrong: the load evidently waits
+    # for the running kernel, which waits for rank 1. With one binary they pass (benchmarks/2026-12-01-low-latency.md).
+    cta = tl.program_id(0)
+    call = tl.load(calls + cta)
+    flag = (call + 1).to(tl.int64) << 32
+    half = (call % 2) * WORLD * lines
+    lanes = tl.arange(0, BLOCK)
+    if PHASE != 2:
+        for tile in range(cta, n_tiles, grid):
+            offs = tile * BLOCK + lanes
+            mask = offs < n_words
+            line = flag | (tl.load(x + offs, mask=mask).to(tl.int64) & 0xFFFFFFFF)
+            for p in tl.static_range(WORLD):
+                if p != rank:
+                    tl.store(_lines(table, p) + half + rank * lines + offs, line, mask=mask)
+    if PHASE != 1:
+        inbox = _lines(table, rank) + half
+        for tile in range(cta, n_tiles, grid):
+            offs = tile * BLOCK + lanes
+            mask = offs < n_words
+            own = tl.load(x + offs, mask=mask)
+            acc_lo = tl.zeros([BLOCK], dtype=tl.float32)
+            acc_hi = tl.zeros([BLOCK], dtype=tl.float32)
+            for p in tl.static_range(WORLD):
+                peer = mask & (p != rank)  # my own term is not in the inbox: nothing to wait for
+                line = tl.load(inbox + p * lines + offs, mask=peer, other=flag, volatile=True)
+                polls = 0
+                while (tl.min(((line & -4294967296) == flag).to(tl.int32)) == 0) & (polls < _POLLS):
+                    line = tl.load(inbox + p * lines + offs, mask=peer, other=flag, volatile=True)
+                    polls += 1
+                lo, hi = _unpack(tl.where(peer, line.to(tl.int32), own), DTYPE)
+                acc_lo += lo
+                acc_hi += hi
+            tl.store(out + offs, _pack(acc_lo, acc_hi, DTYPE), mask=mask)
+        tl.store(calls + cta, call + 1)  # a call ends after its receive phase
+
+
+def tiling(n_words: int, ctas: int) -> tuple[int, int, int]:
+    """(BLOCK, n_tiles, grid): about one tile per CTA, blocks of 256..4096 words (a few 16-byte stores per thread)."""
+    block = max(256, min(4096, triton.next_power_of_2(-(-n_words // ctas))))
+    n_tiles = triton.cdiv(n_words, block)
+    return block, n_tiles, min(ctas, n_tiles, MAX_CTAS)
+
+
+def inbox_lines(n_words: int) -> int:
+    """L: lines per (parity, source) slot, a multiple of 64 (slots stay 16-byte aligned, and Triton sees it)."""
+    return -(-n_words // 64) * 64
+
+
+def launch(words, out, table, calls, rank: int, world: int, dtype: torch.dtype, *, ctas: int, phase: int = 0) -> None:
+    """One rank's kernel: `words`/`out` are int32 views of the input and output, `table` the int64 addresses of every
+    rank's inbox (real peers, or emulated ranks' buffers in the tests, run with phase 1 then 2)."""
+    n_words = words.numel()
+    block, n_tiles, grid = tiling(n_words, ctas)
+    _ll_all_reduce_kernel[(grid,)](
+        words, out, table, calls, rank, n_words, inbox_lines(n_words), n_tiles, grid,
+        DTYPE=_CODE[dtype], WORLD=world, BLOCK=block, PHASE=phase, num_warps=4,
+    )  # fmt: skip
+
+
+def words_of(x: torch.Tensor) -> torch.Tensor:
+    """x as 16-byte aligned int32 words (a copy, zero-padded to a whole word, where x is not that already)."""
+    flat = x.reshape(-1)
+    pad = -flat.numel() % PACK[x.dtype]
+    if pad or flat.data_ptr() % 16:
+        flat = torch.cat([flat, flat.new_zeros(pad)])
+    return flat.view(torch.int32)
+
+
+def all_reduce(x: torch.Tensor, *, ctas: int = CTAS_LL, group: dist.ProcessGroup | None = None) -> torch.Tensor:
+    """The sum of every rank's x, as a new tensor, by the LL protocol."""
+    if x.dtype not in PACK:
+        raise ValueError(f"LL all-reduce: {x.dtype} is not supported (fp32, bf16, fp16)")
+    if x.numel() * x.element_size() > MAX_BYTES:
+        raise ValueError(
+            f"LL all-reduce: {x.numel() * x.element_size()} bytes is over its {MAX_BYTES >> 20} MiB limit "
+            "(the inbox holds 4x the message per peer); use pkroof-one-shot-push for large messages"
+        )
+    ws = workspace(group)
+    words = words_of(x)
+    n_words = words.numel()
+    # an inbox and counters per message size: the tiles' CTAs, and so each CTA's call count, depend on it
+    _, table = ws.zeroed_buffer(f"all-reduce-ll-{n_words}", 2 * ws.world * inbox_lines(n_words), torch.int64)
+    calls = ws.counter(("all-reduce-ll", n_words), MAX_CTAS)
+    out = torch.empty_like(words)
+    launch(words, out, table, calls, ws.rank, ws.world, x.dtype, ctas=ctas)
+    return out.view(x.dtype)[: x.numel()].view_as(x)
+
+
+def ctas_used(x: torch.Tensor, ctas: int = CTAS_LL) -> int:
+    """The CTAs the LL all-reduce of x takes: about one tile each, so small messages take fewer than `ctas`."""
+    return tiling(-(-x.numel() // PACK[x.dtype]), ctas)[2]
+
+
+@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_LL)
+def all_reduce_one_shot_ll(x: torch.Tensor) -> torch.Tensor:
+    """One-shot push all-reduce by the LL protocol (built-in `pkroof-one-shot-ll`)."""
+    report_comm_sms(all_reduce_one_shot_ll, ctas_used(x))
+    return all_reduce(x)
+
+
+@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_LL)
+def gemv_all_reduce_ll(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """Decode-time row-parallel GEMV, then the LL all-reduce of its output (built-in `pkroof-gemv-ar-ll`)."""
+    y = torch.nn.functional.linear(x, weight)
+    report_comm_sms(gemv_all_reduce_ll, ctas_used(y))
+    return all_reduce(y)

@@ -1,0 +1,217 @@
+"""The LL all-reduce (kernels/low_latency.py) with N ranks emulated in one process.
+
+Two ways:
+- phased (CPU through Triton's interpreter, or a GPU): every rank sends, then every rank receives, for three calls
+  in a row (both parity halves); checks the indexing, the packing of each dtype and the padding;
+- concurrent (GPU only): every rank's kernel on a stream of its own, all resident at once, many calls queued with
+  no host synchronisation between them, so receivers really poll lines that their senders are still writing and
+  a fast rank's next call really races its peers' reads of the last one. Each rank takes few CTAs, so that
+  every rank's kernel fits on the GPU beside the others (a rank whose kernel could not start would leave its
+  peers polling until MAX_POLLS, and the outputs wrong).
+
+Expected values: each rank's input in fp32, summed, rounded once to the dtype (the kernel sums in rank order in
+fp32). Every rank's output must also be bit-identical to rank 0's.
+
+    python tests/emulate_ll.py             # the phased cases on CPU, in the interpreter; exits 1 on the first mismatch
+    python tests/emulate_ll.py --one-rank  # the host path (workspace, padding, graphs) on a 1-rank NCCL group, GPU 0
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+DTYPES = ["float32", "bfloat16", "float16"]
+WORLDS = [1, 2, 3, 4, 8]
+# (elements, CTAs): 5 elements (one masked tile, an odd count of half-type elements: a padded word); 20483
+# elements over 2 CTAs (bf16: 10242 words in three 4096-word tiles, so CTA 0 takes two and the last is partial)
+CASES = [(5, 4), (5 * 4096 + 3, 2)]
+TOLERANCE = {"float32": (1e-5, 1e-5), "bfloat16": (1.6e-2, 1e-2), "float16": (2e-3, 2e-3)}  # (rtol, atol)
+
+
+class Ranks:
+    """Every emulated rank's zeroed inbox, counters and the table of inbox addresses, for one message size."""
+
+    def __init__(self, world: int, n_words: int, device: str):
+        import torch
+
+        from pkroof.kernels import low_latency as ll
+        from pkroof.kernels.symm import MAX_CTAS
+
+        lines = ll.inbox_lines(n_words)
+        self.inboxes = [torch.zeros(2 * world * lines, dtype=torch.int64, device=device) for _ in range(world)]
+        self.table = torch.tensor([b.data_ptr() for b in self.inboxes], dtype=torch.int64, device=device)
+        self.calls = [torch.zeros(MAX_CTAS, dtype=torch.int32, device=device) for _ in range(world)]
+
+
+def _check(xs, outs, dtype_name: str, what: str) -> None:
+    import torch
+
+    want = torch.stack(xs).float().sum(0).to(xs[0].dtype)
+    rtol, atol = TOLERANCE[dtype_name]
+    for r, out in enumerate(outs):
+        bad = ~torch.isclose(out.float(), want.float(), rtol=rtol, atol=atol)
+        where = bad.nonzero().flatten()[:8].tolist()
+        assert not bad.any(), (
+            f"{what}, rank {r}: {int(bad.sum())} of {bad.numel()} wrong, first at {where}: "
+            f"got {out[where].tolist()}, want {want[where].tolist()}"
+        )
+        assert torch.equal(out.view(-1).view(torch.int8), outs[0].view(-1).view(torch.int8)), (
+            f"{what}: rank {r}'s output differs from rank 0's"
+        )
+
+
+def _inputs(world: int, n: int, dtype_name: str, calls: int, device: str):
+    import torch
+
+    g = torch.Generator(device="cpu").manual_seed(world * 1000 + n)
+    dtype = getattr(torch, dtype_name)
+    return [[torch.randn(n, generator=g).to(dtype).to(device) for _ in range(world)] for _ in range(calls)]
+
+
+def _output(words, like):
+    import torch
+
+    return words.view(like.dtype)[: like.numel()] if words.numel() else torch.empty_like(like)
+
+
+def emulate_phased(world: int, n: int, dtype_name: str, ctas: int, device: str, calls: int = 3) -> None:
+    """`calls` consecutive calls, fresh inputs each, every rank's send then every rank's receive."""
+    import torch
+
+    from pkroof.kernels import low_latency as ll
+
+    for call, xs in enumerate(_inputs(world, n, dtype_name, calls, device)):
+        words = [ll.words_of(x) for x in xs]
+        if call == 0:
+            ranks = Ranks(world, words[0].numel(), device)
+        outs = [torch.full_like(w, -1) for w in words]  # 0xFFFFFFFF: NaN in every dtype, so unwritten fails
+        for phase in (1, 2):
+            for r in range(world):
+                ll.launch(words[r], outs[r], ranks.table, ranks.calls[r], r, world, xs[r].dtype, ctas=ctas,
+                          phase=phase)  # fmt: skip
+        _check(xs, [_output(o, x) for o, x in zip(outs, xs, strict=True)], dtype_name,
+               f"LL all-reduce {dtype_name} phased, {world} ranks, {n} elements, call {call}")  # fmt: skip
+
+
+def emulate_concurrent(world: int, n: int, dtype_name: str, ctas: int, calls: int = 40, graph: bool = False) -> None:
+    """Every rank on its own stream, `calls` calls queued back to back on each, checked; with graph, then also
+    captured once per rank in a CUDA graph (the counters advance on the device) and replayed twice, checked."""
+    import torch
+
+    from pkroof.kernels import low_latency as ll
+
+    sets = _inputs(world, n, dtype_name, calls, "cuda")
+    words = [[ll.words_of(x) for x in xs] for xs in sets]
+    outs = [[torch.full_like(w, -1) for w in ws] for ws in words]
+    ranks = Ranks(world, words[0][0].numel(), "cuda")
+    streams = [torch.cuda.Stream() for _ in range(world)]
+
+    def run_rank(r: int) -> None:
+        for c in range(calls):
+            ll.launch(words[c][r], outs[c][r], ranks.table, ranks.calls[r], r, world, sets[c][r].dtype, ctas=ctas)
+
+    def check(what: str) -> None:
+        torch.cuda.synchronize()
+        for c, xs in enumerate(sets):
+            _check(xs, [_output(o, x) for o, x in zip(outs[c], xs, strict=True)], dtype_name,
+                   f"LL all-reduce {dtype_name} {what}, {world} ranks, {n} elements, call {c}")  # fmt: skip
+        for o in (o for per_call in outs for o in per_call):
+            o.fill_(-1)
+        torch.cuda.synchronize()
+
+    torch.cuda.synchronize()
+    for r in range(world):  # each stream gets its whole queue; the ranks' kernels then run side by side
+        with torch.cuda.stream(streams[r]):
+            run_rank(r)
+    check("concurrent")
+    rounds = 1
+    if graph:
+        graphs = [torch.cuda.CUDAGraph() for _ in range(world)]
+        for r in range(world):
+            with torch.cuda.graph(graphs[r], stream=streams[r]):
+                run_rank(r)
+        for replay in range(2):
+            for r in range(world):
+                with torch.cuda.stream(streams[r]):
+                    graphs[r].replay()
+            check(f"concurrent graph replay {replay}")
+        rounds += 2
+    got = [int(ranks.calls[r][0]) for r in range(world)]
+    assert got == [calls * rounds] * world, f"call counters {got}, want {calls * rounds} on every rank"
+
+
+def one_rank_group() -> None:
+    """The implementations as the profiler calls them, on a real 1-rank NCCL group with symmetric memory: the sum
+    of one rank is its input, exactly in every dtype (fp32 sums of one term round back to themselves)."""
+    import socket
+
+    from pkroof.profilers.launch import keep_multicast_off
+
+    keep_multicast_off()
+    import torch
+    import torch.distributed as dist
+
+    from pkroof.kernels import low_latency as ll
+    from pkroof.kernels.declare import reported_comm_sms
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    torch.cuda.set_device(0)
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    g = torch.Generator(device="cuda").manual_seed(0)
+    for n, dtype in [(5, torch.bfloat16), (128 << 10, torch.bfloat16), (20483, torch.float16), (1000, torch.float32)]:
+        for x in [torch.randn(n, generator=g, device="cuda").to(dtype) for _ in range(3)]:
+            y = ll.all_reduce_one_shot_ll(x)
+            assert torch.equal(y, x) and y.data_ptr() != x.data_ptr(), (n, dtype)
+        shifted = torch.randn(n + 1, generator=g, device="cuda").to(dtype)[1:]  # not 16-byte aligned: copied
+        assert torch.equal(ll.all_reduce_one_shot_ll(shifted), shifted), (n, dtype, "shifted")
+    static = torch.randn(128 << 10, generator=g, device="cuda").to(torch.bfloat16)
+    ll.all_reduce_one_shot_ll(static)  # allocation and rendezvous are eager; then the calls capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = ll.all_reduce_one_shot_ll(static)
+    for _ in range(3):  # replays count on the device: parity and flags move on
+        static.copy_(torch.randn(static.numel(), generator=g, device="cuda").to(torch.bfloat16))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(y, static), "graph replay"
+    x = torch.randn(8, 512, generator=g, device="cuda").to(torch.bfloat16)
+    w = torch.randn(1024, 512, generator=g, device="cuda").to(torch.bfloat16)
+    assert torch.equal(ll.gemv_all_reduce_ll(x, w), torch.nn.functional.linear(x, w))
+    # 8 x 1024 bf16 outputs are 4096 words: 16 tiles of 256, so 16 CTAs, not the declared 128
+    assert reported_comm_sms(ll.gemv_all_reduce_ll) == 16
+    for bad, why in [(torch.zeros(4, dtype=torch.int32, device="cuda"), "not supported"),
+                     (torch.empty((ll.MAX_BYTES // 2) + 1, dtype=torch.bfloat16, device="cuda"), "limit")]:  # fmt: skip
+        try:
+            ll.all_reduce(bad)
+        except ValueError as e:
+            assert why in str(e), e
+        else:
+            raise AssertionError(f"no ValueError for {bad.dtype} x {bad.numel()}")
+    dist.destroy_process_group()
+    print("one-rank group ok")
+
+
+def main() -> int:
+    if "--one-rank" in sys.argv:
+        one_rank_group()
+        return 0
+    os.environ["TRITON_INTERPRET"] = "1"
+    sys.path.insert(0, os.path.dirname(__file__))
+    from emulate import _interpreter_ints
+
+    _interpreter_ints()
+    cases = 0
+    for dtype_name in DTYPES:
+        for world in WORLDS:
+            for n, ctas in CASES:
+                emulate_phased(world, n, dtype_name, ctas, device="cpu")
+                cases += 1
+    print(f"{cases} LL cases ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
