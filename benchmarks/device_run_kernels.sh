@@ -61,9 +61,11 @@
 #                                                  kernels after their side-stream refactor, on 2 real ranks; the
 #                                                  copy-engine overlaps at the shapes whose records moved the model
 #                                                  (benchmarks/2026-12-01-model-ce-overlap.md): its out-of-sample check
-#   bash benchmarks/device_run_kernels.sh inplace  (written 2026-12-01, not yet run) the all-reduce at 256 KiB, 1 MiB
-#                                                  and 64 MiB with NCCL in place beside the reference, which copies
-#                                                  its input first (benchmarks/2026-12-01-reference-copy.md)
+#   bash benchmarks/device_run_kernels.sh inplace  (written 2026-12-01, not yet run) the all-reduce at 16 KiB, 256 KiB,
+#                                                  1 MiB and 64 MiB with NCCL in place beside the reference, which
+#                                                  copies its input first (benchmarks/2026-12-01-reference-copy.md),
+#                                                  and the LL kernels (2026-12-01-low-latency.md): up to 1 MiB and
+#                                                  the decode GEMV + all-reduce at llama3-70b-tp8
 #   bash benchmarks/device_run_kernels.sh small    all-gather and all-to-all at 256 KiB with 2 ms graph samples
 #   bash benchmarks/device_run_kernels.sh time     the issue-5 evidence: collectives at 64 MiB and 256 KiB beside
 #                                                  NCCL and torch symm_mem, GEMM + all-reduce, emulated-rank tests
@@ -340,9 +342,11 @@ elif [ "$1" = tenth ]; then
   step streams2 220 all-gather reduce-scatter all-to-all --size 512MiB
   unset PKROOF_CE_STREAMS
 elif [ "$1" = inplace ]; then
-  for size in 256KiB 1MiB 64MiB; do
-    step "inplace-$size" 170 all-reduce --size $size
+  for size in 16KiB 256KiB 1MiB; do
+    step "inplace-$size" 120 all-reduce --size $size
   done
+  step inplace-64MiB 150 all-reduce --size 64MiB
+  step decode-70b 60 decode-gemv-all-reduce --shape llama3-70b-tp8  # 570 s at most
 elif [ "$1" = eleventh ]; then
   begin=$(date +%s) budget=560
   timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_profiler_gpu.py tests/test_copy_engine_gpu.py \
