@@ -107,7 +107,9 @@ def _ll_all_reduce_kernel(
             acc_lo = tl.zeros([BLOCK], dtype=tl.float32)
             acc_hi = tl.zeros([BLOCK], dtype=tl.float32)
             for p in tl.static_range(WORLD):
-                peer = mask & (p != rank)  # my own term is not in the inbox: nothing to wait for
+                # my own term is not in the inbox: nothing to wait for (a block-wide compare: Triton 3.9's interpreter
+                # refuses a mask made with a scalar one)
+                peer = mask & (tl.full([BLOCK], p, tl.int32) != rank)
                 line = tl.load(inbox + p * lines + offs, mask=peer, other=flag, volatile=True)
                 polls = 0
                 while (tl.min(((line & -4294967296) == flag).to(tl.int32)) == 0) & (polls < _POLLS):
