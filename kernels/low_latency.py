@@ -34,7 +34,7 @@ from .symm import MAX_CTAS, MAX_POLLS, workspace
 _POLLS = tl.constexpr(MAX_POLLS)
 PACK = {torch.float32: 1, torch.bfloat16: 2, torch.float16: 2}  # elements per 4-byte word
 _CODE = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}  # how the kernel unpacks a word
-MAX_BYTES = 64 << 20  # the inbox holds 4x the message per peer; beyond this the flag hand-off of collectives.py wins
+MAX_BYTES = 64 << 20  # refused above: the inbox holds 4x the message per peer, and LL is for small messages
 CTAS_LL = int(os.environ.get("PKROOF_CTAS_LL", 128))
 
 
