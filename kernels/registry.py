@@ -5,7 +5,8 @@ registry needs neither triton nor a GPU. Two families:
 - ecosystem: the fast paths PyTorch ships (kernels/ecosystem.py), the bar pkroof's kernels must clear;
 - pkroof: pkroof's own kernels, one per (mechanism, schedule) they declare (kernels/collectives.py,
   copy_engine.py, fused.py, inter_sm.py). Variants that measured slower than a sibling of the same collective on the
-  2xH200 node (benchmarks/2026-11-30-kernels-h200x2.md) run only when named with --impl.
+  2xH200 node (benchmarks/2026-11-30-kernels-h200x2.md) run only when named with --impl, and small-message kernels
+  (kernels/low_latency.py) run unasked only up to their auto_max_bytes.
 """
 
 from __future__ import annotations
