@@ -232,3 +232,28 @@ def test_small_message_kernels_run_unasked_only_at_small_sizes():
     big = automatic_peers("all-reduce", "nccl", print, (1 << 20) + 2)
     assert "pkroof-one-shot-ll" not in big and "pkroof-one-shot-push" in big
     assert "pkroof-gemv-ar-ll" in automatic_peers("decode-gemv-all-reduce", "nccl", print, 16 << 10)
+
+
+def test_profile_runs_the_small_message_kernels_unasked_only_at_their_sizes(tmp_path, monkeypatch):
+    # profile() as on a 2-GPU node, with the rank jobs stubbed out: which implementations it runs beside the reference
+    # follows the problem's communication size (all-reduce: the buffer's bytes, nccl-tests' convention)
+    pytest.importorskip("triton")  # without it pkroof's kernels are skipped altogether
+    from pkroof.profilers import profile as prof
+
+    ran = []
+
+    def stub(job, timeout_s):
+        ran.append((job.params["size_bytes"], job.impl))
+        return {"problem": job.problem, "shape": job.shape, "params": job.params, "impl": job.impl,
+                "world_size": job.world_size, "status": "incorrect", "message": "stub"}  # fmt: skip
+
+    monkeypatch.setattr(prof, "devices", lambda: 2)
+    monkeypatch.setattr(prof, "run_job", stub)
+    for size in (256 << 10, 64 << 20):
+        prof.profile(["all-reduce"], impls=["reference"], world_size=2, shape=None, overrides={"size_bytes": size},
+                     out_dir=tmp_path / str(size), timeout_s=5, resume=False, topology="h200x2",
+                     log=lambda _: None)  # fmt: skip
+    small = {impl for size, impl in ran if size == 256 << 10}
+    large = {impl for size, impl in ran if size == 64 << 20}
+    assert {"reference", "pkroof-one-shot-ll", "pkroof-one-shot-push", "nccl-all-reduce-in-place"} <= small
+    assert "pkroof-one-shot-ll" not in large and {"reference", "pkroof-one-shot-push"} <= large
