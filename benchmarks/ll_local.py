@@ -103,7 +103,8 @@ def main() -> None:
     chosen = [runners[args.only]] if args.only else list(runners.values())
     print(f"# {torch.cuda.get_device_name()}; {WORLD} ranks emulated side by side on one GPU, {ctas} CTAs each;")
     print(f"# per call µs from CUDA graphs of {CALLS} calls per rank, median [min, max] of {SAMPLES}; local HBM only")
-    print(f"{'size':>8} {'LL':>24} {'push (flags)':>24} {'LL - push':>10}  check")
+    heads = {ll_runner: "LL", push_runner: "push (flags)"}
+    print(f"{'size':>8} " + " ".join(f"{heads[m]:>24}" for m in chosen) + f" {'LL - push':>10}  check")
     g = torch.Generator(device="cpu").manual_seed(0)
     for size in map(int, args.sizes.split(",")):
         xs = [torch.randn(size // 2, generator=g).to(torch.bfloat16).cuda() for _ in range(WORLD)]

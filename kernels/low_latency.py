@@ -36,6 +36,8 @@ PACK = {torch.float32: 1, torch.bfloat16: 2, torch.float16: 2}  # elements per 4
 _CODE = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}  # how the kernel unpacks a word
 MAX_BYTES = 64 << 20  # refused above: the inbox holds 4x the message per peer, and LL is for small messages
 CTAS_LL = int(os.environ.get("PKROOF_CTAS_LL", 128))
+if CTAS_LL < 1:
+    raise ValueError(f"PKROOF_CTAS_LL must be at least 1, got {CTAS_LL}")
 
 
 @triton.jit
@@ -88,7 +90,7 @@ def _ll_all_reduce_kernel(
     cta = tl.program_id(0)
     call = tl.load(calls + cta)
     flag = (call + 1).to(tl.int64) << 32
-    half = (call % 2) * WORLD * lines
+    half = (call & 1) * WORLD * lines
     lanes = tl.arange(0, BLOCK)
     if PHASE != 2:
         for tile in range(cta, n_tiles, grid):
@@ -119,7 +121,8 @@ def _ll_all_reduce_kernel(
                 acc_lo += lo
                 acc_hi += hi
             tl.store(out + offs, _pack(acc_lo, acc_hi, DTYPE), mask=mask)
-        tl.store(calls + cta, call + 1)  # a call ends after its receive phase
+        tl.store(calls + cta, (call + 1) & 0x3FFFFFFF)  # a call ends after its receive phase; the count wraps at 2^30
+        # (even, so parities still alternate), never reaching int32's sign bit
 
 
 def tiling(n_words: int, ctas: int) -> tuple[int, int, int]:
@@ -163,12 +166,17 @@ def all_reduce(x: torch.Tensor, *, ctas: int = CTAS_LL, group: dist.ProcessGroup
             f"LL all-reduce: {x.numel() * x.element_size()} bytes is over its {MAX_BYTES >> 20} MiB limit "
             "(the inbox holds 4x the message per peer); use pkroof-one-shot-push for large messages"
         )
+    if x.numel() == 0:
+        return x.clone()
     ws = workspace(group)
     words = words_of(x)
     n_words = words.numel()
-    # an inbox and counters per message size: the tiles' CTAs, and so each CTA's call count, depend on it
-    _, table = ws.zeroed_buffer(f"all-reduce-ll-{n_words}", 2 * ws.world * inbox_lines(n_words), torch.int64)
-    calls = ws.counter(("all-reduce-ll", n_words), MAX_CTAS)
+    # an inbox and counters per (message size, grid): which CTA takes which tile, and so each CTA's call count,
+    # depends on both; sharing them across grids let a CTA accept lines another grid's CTA left behind
+    grid = tiling(n_words, ctas)[2]
+    name = f"all-reduce-ll-{n_words}-{grid}"
+    _, table = ws.zeroed_buffer(name, 2 * ws.world * inbox_lines(n_words), torch.int64)
+    calls = ws.counter((name,), MAX_CTAS)
     out = torch.empty_like(words)
     launch(words, out, table, calls, ws.rank, ws.world, x.dtype, ctas=ctas)
     return out.view(x.dtype)[: x.numel()].view_as(x)

@@ -26,7 +26,8 @@ class BuiltinImpl:
     auto_max_bytes: int | None = None  # unasked only up to this size (nccl-tests' convention); above, when named
 
     def runs_unasked(self, problem: str, comm_bytes: int) -> bool:
-        return self.auto and problem in self.problems and comm_bytes <= (self.auto_max_bytes or comm_bytes)
+        small_enough = self.auto_max_bytes is None or comm_bytes <= self.auto_max_bytes
+        return self.auto and problem in self.problems and small_enough
 
     @property
     def fn(self) -> Callable[..., Any]:

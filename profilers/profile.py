@@ -49,7 +49,7 @@ def declared_pair(problem: Problem, impl: str) -> dict[str, Any] | None:
     return REFERENCE_PAIR if impl == "reference" else declared(resolve_impl(problem, impl))
 
 
-def automatic_peers(problem: str, backend: str, log: Callable[[str], None], comm_bytes: int = 0) -> list[str]:
+def automatic_peers(problem: str, backend: str, log: Callable[[str], None], comm_bytes: int) -> list[str]:
     """The built-in implementations that run beside `problem`'s reference unasked at `comm_bytes`: on GPUs only, those
     meant for that size, and pkroof's own kernels only where triton imports (said once per call, not recorded as
     crashes)."""

@@ -210,12 +210,12 @@ def test_automatic_peers_need_gpus_and_triton(monkeypatch):
     from pkroof.profilers.profile import automatic_peers
 
     said = []
-    assert automatic_peers("all-reduce", "gloo", said.append) == []  # CPU ranks: no GPU implementation runs
+    assert automatic_peers("all-reduce", "gloo", said.append, 1 << 20) == []  # CPU ranks: no GPU implementation runs
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "triton" else real_find_spec(name)
     )
-    peers = automatic_peers("all-reduce", "nccl", said.append)
+    peers = automatic_peers("all-reduce", "nccl", said.append, 1 << 20)
     # NCCL in place and torch's own fast paths still run; pkroof's kernels are skipped with one line, not recorded
     # as crashes
     assert peers == ["nccl-all-reduce-in-place", "torch-symm-mem-one-shot", "torch-symm-mem-two-shot"]
