@@ -148,34 +148,32 @@ def test_tiling_spreads_tiles_and_keeps_16_byte_blocks(monkeypatch):
     assert _tiling(128 << 10, 256) == (1024, 1)
 
 
+def _in_the_interpreter(script: str) -> str:
+    """Run tests/<script> in a process of its own with Triton's interpreter (chosen before triton compiles anything);
+    its stdout, after asserting it exited 0."""
+    pytest.importorskip("triton")
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(Path(__file__).parent)}
+    done = subprocess.run([sys.executable, str(Path(__file__).parent / script)], capture_output=True, text=True,
+                          env=env, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
 def test_emulated_ranks_in_the_triton_interpreter():
     # the kernels themselves, on CPU: 1 (a one-rank group), 2, 3, 4 and 8 emulated ranks × the four collectives
     # × pull / push / TMA push / split-role push, and the inter-SM GEMM + all-reduce (persistent GEMM, band
     # counters, pushes, sums), at sizes that are not multiples of the block (nor, for all-reduce, of the world
     # size; for TMA, with a tail of less than a row), three calls each (tests/emulate.py)
-    pytest.importorskip("triton")
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(Path(__file__).parent)}
-    done = subprocess.run(
-        [sys.executable, str(Path(__file__).parent / "emulate.py")], capture_output=True, text=True, env=env,
-        timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "80 cases correct" in done.stdout  # 4 collectives × 5 world sizes × (pull, push, TMA push, split push)
-    assert "5 inter-SM cases correct" in done.stdout  # GEMM + all-reduce inter-SM on 1, 2, 3, 4 and 8 ranks
+    stdout = _in_the_interpreter("emulate.py")
+    assert "80 cases correct" in stdout  # 4 collectives × 5 world sizes × (pull, push, TMA push, split push)
+    assert "5 inter-SM cases correct" in stdout  # GEMM + all-reduce inter-SM on 1, 2, 3, 4 and 8 ranks
 
 
 def test_ll_all_reduce_in_the_triton_interpreter():
     # the LL all-reduce (kernels/low_latency.py), phased: fp32, bf16, fp16 × 1, 2, 3, 4, 8 ranks × (5 elements: one
     # masked tile, a padded word for the half types; 20483 over 2 CTAs: three tiles, two on CTA 0, the last
     # partial), three calls each (both inbox parities); every rank's output equal to rank 0's (tests/emulate_ll.py)
-    pytest.importorskip("triton")
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(Path(__file__).parent)}
-    done = subprocess.run(
-        [sys.executable, str(Path(__file__).parent / "emulate_ll.py")], capture_output=True, text=True, env=env,
-        timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "30 LL cases ok" in done.stdout  # 3 dtypes × 5 world sizes × 2 cases
+    assert "30 LL cases ok" in _in_the_interpreter("emulate_ll.py")  # 3 dtypes × 5 world sizes × 2 cases
 
 
 def test_ll_words_pad_half_types_to_whole_words():
