@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 from pkroof.profilers.problems import load
-from pkroof.profilers.profile import declared_pair, workload_of
-from pkroof.rooflines import Mechanism, Schedule, bound, predict
+from pkroof.profilers.profile import declared_pair, predict_declared, workload_of
+from pkroof.rooflines import bound
 from pkroof.rooflines.units import fmt_bytes, fmt_s
 from pkroof.topology import resolve
 
@@ -50,9 +50,9 @@ def main(topology_name: str) -> None:
         if pair is None:  # torch's own fast paths declare no pair
             continue
         w = workload_of(problem, 2, params)
-        p = predict(w, system, Mechanism(pair["mechanism"]), Schedule(pair["schedule"]), pair.get("comm_sms"))
+        p = predict_declared(w, system, pair, pair.get("comm_sms"))
         size = fmt_bytes(sum(op.size_bytes for op in w.comm))
-        label = f"{pair['mechanism']}/{pair['schedule']}"
+        label = f"{pair['mechanism']}/{pair['schedule']}" + ("/ll" if pair.get("protocol") == "ll" else "")
         err = (seconds - p.t_s) / p.t_s
         roof = bound(w, system).t_roof_s
         print(

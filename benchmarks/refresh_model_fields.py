@@ -19,8 +19,7 @@ from pathlib import Path
 
 from pkroof.profilers.analysis import analysis
 from pkroof.profilers.problems import load
-from pkroof.profilers.profile import declared_pair, workload_of
-from pkroof.rooflines import Mechanism, Schedule, predict
+from pkroof.profilers.profile import declared_pair, predict_declared, workload_of
 from pkroof.topology import resolve
 
 
@@ -33,8 +32,10 @@ def refresh(record: dict, stamp: str, topology: str | None = None) -> dict:
     if pair:
         # the CTA count the kernel ran with, as recorded (a later default may differ); declared where none was
         ctas = record["comm_sms"] if record.get("comm_sms") is not None else pair.get("comm_sms")
-        p = predict(workload, system, Mechanism(pair["mechanism"]), Schedule(pair["schedule"]), ctas)
+        p = predict_declared(workload, system, pair, ctas)
         record["comm_sms"] = ctas
+        if "protocol" in pair:
+            record["protocol"] = pair["protocol"]
         record["predicted_s"] = p.t_s if p else None
         if p and record.get("median_s"):
             record["prediction_error"] = (record["median_s"] - p.t_s) / p.t_s

@@ -10,6 +10,10 @@ comm_sms is the number of CTAs the communication runs on (one per SM for an inte
 collective may launch more CTAs than the GPU has SMs). The model predicts the pair at that count
 (`pkroof.rooflines.predict`); None lets it pick the best. An implementation whose count depends on the shape
 says, when called, how many it took (`report_comm_sms`); the profiler then predicts at that count.
+
+protocol is how a receiver learns that its data landed: "simple" (the data, then a flag released behind it) or
+"ll" (NCCL's LL: each 4-byte word beside its flag in one 8-byte line; twice the bytes, no release). The model
+prices the two differently, and `pkroof topology calibrate` measures their hand-offs apart.
 """
 
 from __future__ import annotations
@@ -17,15 +21,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pkroof.rooflines import Mechanism, Schedule
+from pkroof.rooflines import Mechanism, Protocol, Schedule
+from pkroof.rooflines.mechanisms import LL_PUSH
 
 ATTRIBUTE = "pkroof_pair"
 USED = "pkroof_comm_sms_used"
 
 
-def declare(*, mechanism: str, schedule: str, comm_sms: int | None = None) -> Callable[[Callable], Callable]:
-    """Mark a function as one (mechanism, schedule) pair; unknown names are a ValueError at import time."""
+def declare(
+    *, mechanism: str, schedule: str, comm_sms: int | None = None, protocol: str = "simple"
+) -> Callable[[Callable], Callable]:
+    """Mark a function as one (mechanism, schedule) pair, with the protocol its receivers learn that data landed
+    by (Protocol: "simple", a flag behind the data, or "ll", flags inside the data); unknown names are a
+    ValueError at import time, as is LL on anything but a serial SM-store collective (the only LL the model has)."""
     pair = {"mechanism": Mechanism(mechanism).value, "schedule": Schedule(schedule).value, "comm_sms": comm_sms}
+    if Protocol(protocol) is Protocol.LL:
+        if Mechanism(mechanism) not in LL_PUSH or Schedule(schedule) is not Schedule.SERIAL:
+            raise ValueError(f"protocol ll: the model has it for serial {', '.join(sorted(LL_PUSH))} only")
+        pair["protocol"] = Protocol.LL.value
 
     def mark(fn: Callable) -> Callable:
         setattr(fn, ATTRIBUTE, pair)

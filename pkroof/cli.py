@@ -219,8 +219,8 @@ def topology_calibrate(
     max_size: Annotated[str, typer.Option(help="use records moving at most this much (nccl-tests size)")] = "256KiB",
     out: Annotated[Path | None, typer.Option(help="where to write (default: in place)")] = None,
 ) -> None:
-    """Set each mechanism's hand-off (handoff_s), and fused kernels' fixed cost per overlapped schedule (overlap_s),
-    from profiled kernels: their median excess over the model."""
+    """Set each mechanism's hand-off (handoff_s; ll_handoff_s for LL kernels), and fused kernels' fixed cost per
+    overlapped schedule (overlap_s), from profiled kernels: their median excess over the model."""
     from pkroof.profilers.calibrate import calibrate
     from pkroof.rooflines.units import fmt_s, parse_size
 
@@ -230,7 +230,7 @@ def topology_calibrate(
         _fail(str(e))
     for h in found:
         what = "hand-off" if h.schedule == "serial" else f"fused {h.schedule} fixed cost"
-        typer.echo(f"{h.mechanism}: {what} {fmt_s(h.seconds)} (median of {len(h.excesses_s)} records)")
+        typer.echo(f"{h.label}: {what} {fmt_s(h.seconds)} (median of {len(h.excesses_s)} records)")
     typer.echo(f"wrote {out or path}")
 
 

@@ -62,7 +62,7 @@ def _builtin_analytic(topo: Topology) -> dict[str, dict[str, Any]]:
                     "hbm_s": point.t_hbm_s,
                     "link_s": point.t_link_s,
                     "latency_s": point.t_latency_s,
-                    "predictions": {f"{p.mechanism.value}/{p.schedule.value}": p.t_s for p in point.predictions},
+                    "predictions": {p.key: p.t_s for p in point.predictions},
                 }
             )
         out[name] = {

@@ -115,6 +115,10 @@ def topology_text(t: Topology) -> str:
             + ", ".join(handoffs)
             + " (a device-initiated mechanism without its own takes the smallest of these SM ones)"
         )
+    ll = [f"{name} {fmt_s(m.ll_handoff_s)}" for name, m in t.mechanisms.items() if m.ll_handoff_s]
+    if handoffs or ll:
+        said = ", ".join(ll) if ll else "not measured, so charged the one above"
+        lines.append(f"  hand-off of an LL collective (flags inside the data), beyond α: {said}")
     fused = [f"{name} {s} {fmt_s(v)}" for name, m in t.mechanisms.items() for s, v in sorted(m.overlap_s.items())]
     if fused:
         lines.append("  fixed cost of a fused kernel per call, beyond the model's terms: " + ", ".join(fused))
@@ -134,7 +138,7 @@ def _terms(b: Bound) -> str:
 def _predictions(b: Bound) -> str:
     rows = [
         [
-            p.mechanism.value,
+            p.label,
             p.schedule.value,
             str(p.comm_sms),
             fmt_s(p.t_s),
@@ -158,13 +162,13 @@ def bound_text(b: Bound, advice: Advice) -> str:
 
 def advice_text(b: Bound, advice: Advice) -> str:
     best = advice.best
-    head = f"build {best.mechanism.value} + {best.schedule.value}"
+    head = f"build {best.label} + {best.schedule.value}"
     if best.comm_sms:
         head += f" ({best.comm_sms} comm SMs)"
     head += f": predicted {fmt_s(best.t_s)}, {b.t_roof_s / best.t_s:.0%} of the roofline"
     if advice.baseline:
         head += f", {advice.headroom:.2f}x over PyTorch + NCCL ({fmt_s(advice.baseline.t_s)})"
-    top = [[p.mechanism.value, p.schedule.value, str(p.comm_sms), fmt_s(p.t_s)] for p in b.predictions[:6]]
+    top = [[p.label, p.schedule.value, str(p.comm_sms), fmt_s(p.t_s)] for p in b.predictions[:6]]
     return "\n".join(
         [
             _header(b),
@@ -191,6 +195,11 @@ def _declared(impl) -> dict | None:
     return declared(impl.fn)
 
 
+def _mechanism(pair: dict) -> str:
+    """A declared pair's mechanism as tables show it: "sm-store", or "sm-store LL" (Prediction.label)."""
+    return pair["mechanism"] + (" LL" if pair.get("protocol") == "ll" else "")
+
+
 def implementations_table(registry: dict) -> str:
     """Built-in implementations: the problems each implements, whose it is, whether the profiler runs it unasked,
     and the (mechanism, schedule, comm SMs) it declares (read from the kernel, which needs triton)."""
@@ -198,7 +207,7 @@ def implementations_table(registry: dict) -> str:
     for name, impl in registry.items():
         try:
             pair = _declared(impl)
-            said = f"{pair['mechanism']} / {pair['schedule']}" if pair else "-"
+            said = f"{_mechanism(pair)} / {pair['schedule']}" if pair else "-"
             if pair and pair.get("comm_sms") is not None:
                 said += f" / {pair['comm_sms']} comm CTAs"
             elif pair and pair["schedule"] == "inter-sm":  # it reports its count per call (report_comm_sms)
@@ -216,7 +225,7 @@ def builtin_kernels_text(problem: str, advice: Advice) -> str:
     """The built-in implementations of `problem` that can be profiled now, the recommended pair's marked."""
     from pkroof.kernels.registry import BUILTIN_IMPLS
 
-    best = (advice.best.mechanism.value, advice.best.schedule.value)
+    best = (advice.best.label, advice.best.schedule.value)
     lines = []
     for name, impl in BUILTIN_IMPLS.items():
         if problem not in impl.problems:
@@ -225,8 +234,8 @@ def builtin_kernels_text(problem: str, advice: Advice) -> str:
             pair = _declared(impl)
         except ImportError:  # no triton here: name it without its pair
             pair = None
-        said = f"{pair['mechanism']} + {pair['schedule']}" if pair else impl.family
-        mark = "  <- the recommended pair" if pair and (pair["mechanism"], pair["schedule"]) == best else ""
+        said = f"{_mechanism(pair)} + {pair['schedule']}" if pair else impl.family
+        mark = "  <- the recommended pair" if pair and (_mechanism(pair), pair["schedule"]) == best else ""
         lines.append(f"  {name:34} {said}{mark}")
     if not lines:
         return ""

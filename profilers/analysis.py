@@ -24,7 +24,7 @@ def _point(b: Any) -> dict[str, Any]:
         "hbm_s": b.t_hbm_s,
         "link_s": b.t_link_s,
         "latency_s": b.t_latency_s,
-        "predictions": {f"{p.mechanism.value}/{p.schedule.value}": p.t_s for p in b.predictions},
+        "predictions": {p.key: p.t_s for p in b.predictions},
     }
 
 

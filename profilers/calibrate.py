@@ -4,8 +4,9 @@ beyond the model.
 The probe measures transfers (α, bandwidths, a flag's latency), not the hand-off a collective staged through
 symmetric memory needs around them: the stage's and the consume's dependent accesses, the release behind the
 data, bookkeeping, stream hops. Kernels that do all of that show it as a fixed excess over the model at small
-sizes. For each mechanism: the median of (measured − predicted without any hand-off) over the correct records
-of that mechanism's serial implementations at or below `max_bytes` (NCCL never: its α is measured whole).
+sizes. For each (mechanism, protocol): the median of (measured − predicted without any hand-off) over the
+correct records of that mechanism's serial implementations of that protocol at or below `max_bytes` (NCCL
+never: its α is measured whole). LL kernels (flags inside the data, no release) get a hand-off of their own.
 
 A fused kernel (GEMM + collective under an overlapped schedule) pays fixed costs of its own on top: its GEMM's
 launch, the compute → communication hand-off (a band counter, epilogue flags, the copy engine's stream events).
@@ -24,11 +25,11 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from pkroof.rooflines import Mechanism, Schedule, predict
+from pkroof.rooflines import Mechanism, Protocol, Schedule
 from pkroof.topology import Topology
 
 from .problems import load
-from .profile import workload_of
+from .profile import predict_declared, workload_of
 
 MIN_RECORDS = 2  # fewer is an anecdote, not a measurement
 
@@ -39,11 +40,17 @@ class Handoff:
     seconds: float
     excesses_s: tuple[float, ...]  # one per record used, measured − predicted without a hand-off
     schedule: str = Schedule.SERIAL.value  # serial: a collective's hand-off; else a fused kernel's fixed cost
+    protocol: str = Protocol.SIMPLE.value  # ll: the hand-off of LL collectives (ll_handoff_s)
+
+    @property
+    def label(self) -> str:
+        return self.mechanism + (" LL" if self.protocol == Protocol.LL.value else "")
 
 
-def _without(topology: Topology, field: str, empty: Any) -> Topology:
+def _without(topology: Topology, empty: dict[str, Any]) -> Topology:
+    """The topology with these fields of every mechanism set to their empty values (and their sources dropped)."""
     mechanisms = {
-        name: dataclasses.replace(spec, **{field: empty}, sources={k: v for k, v in spec.sources.items() if k != field})
+        name: dataclasses.replace(spec, **empty, sources={k: v for k, v in spec.sources.items() if k not in empty})
         for name, spec in topology.mechanisms.items()
     }
     return dataclasses.replace(topology, mechanisms=mechanisms)
@@ -70,7 +77,7 @@ def _excesses(
             continue
         system = bare.system(r["world_size"])
         w = workload_of(load(r["problem"]), r["world_size"], r["params"])
-        p = predict(w, system, Mechanism(r["mechanism"]), Schedule(r["schedule"]), r.get("comm_sms"))
+        p = predict_declared(w, system, r, r.get("comm_sms"))
         if p is not None:
             out.append((r, r["median_s"] - p.t_s))
     return out
@@ -81,20 +88,22 @@ def _median_excesses(
 ) -> list[Handoff]:
     """Per (mechanism, schedule) with at least MIN_RECORDS usable records: the median of measured − predicted by
     `bare` (never below 0)."""
-    excess: dict[tuple[str, str], list[float]] = {}
+    excess: dict[tuple[str, str, str], list[float]] = {}
     for r, seconds in _excesses(records, bare, max_bytes, fused=fused):
-        excess.setdefault((r["mechanism"], r["schedule"]), []).append(seconds)
+        key = (r["mechanism"], r["schedule"], r.get("protocol", Protocol.SIMPLE.value))
+        excess.setdefault(key, []).append(seconds)
     return [
-        Handoff(mech, max(0.0, statistics.median(xs)), tuple(xs), schedule)
-        for (mech, schedule), xs in sorted(excess.items())
+        Handoff(mech, max(0.0, statistics.median(xs)), tuple(xs), schedule, protocol)
+        for (mech, schedule, protocol), xs in sorted(excess.items())
         if len(xs) >= MIN_RECORDS
     ]
 
 
 def handoffs(records: Iterable[dict[str, Any]], topology: Topology, max_bytes: int) -> list[Handoff]:
-    """Per mechanism with at least MIN_RECORDS usable serial records: the median excess over the model without
-    hand-offs (≥ 0)."""
-    return _median_excesses(records, _without(topology, "handoff_s", 0.0), max_bytes, fused=False)
+    """Per (mechanism, protocol) with at least MIN_RECORDS usable serial records: the median excess over the model
+    without hand-offs (≥ 0)."""
+    bare = _without(topology, {"handoff_s": 0.0, "ll_handoff_s": 0.0})
+    return _median_excesses(records, bare, max_bytes, fused=False)
 
 
 def fused_excesses(
@@ -102,13 +111,13 @@ def fused_excesses(
 ) -> list[tuple[dict[str, Any], float]]:
     """Each usable fused record with its excess over `topology`'s model without fused kernels' fixed costs: what
     overlaps() takes the median of, per record (benchmarks/fused_excess.py shows their spread over shapes)."""
-    return _excesses(records, _without(topology, "overlap_s", {}), max_bytes, fused=True)
+    return _excesses(records, _without(topology, {"overlap_s": {}}), max_bytes, fused=True)
 
 
 def overlaps(records: Iterable[dict[str, Any]], topology: Topology, max_bytes: int) -> list[Handoff]:
     """Per (mechanism, overlapped schedule) with at least MIN_RECORDS usable fused records: the median excess over
     `topology`'s model (its hand-offs included) without fused kernels' fixed costs (≥ 0)."""
-    return _median_excesses(records, _without(topology, "overlap_s", {}), max_bytes, fused=True)
+    return _median_excesses(records, _without(topology, {"overlap_s": {}}), max_bytes, fused=True)
 
 
 def with_handoffs(topology: Topology, found: list[Handoff], source: str, cite: str) -> Topology:
@@ -122,7 +131,8 @@ def with_handoffs(topology: Topology, found: list[Handoff], source: str, cite: s
         if not spec.available:
             continue
         if h.schedule == Schedule.SERIAL.value:
-            spec = dataclasses.replace(spec, handoff_s=h.seconds, sources=spec.sources | {"handoff_s": source})
+            field = "ll_handoff_s" if h.protocol == Protocol.LL.value else "handoff_s"
+            spec = dataclasses.replace(spec, **{field: h.seconds}, sources=spec.sources | {field: source})
         else:
             overlap = spec.overlap_s | {h.schedule: h.seconds}
             spec = dataclasses.replace(spec, overlap_s=overlap, sources=spec.sources | {"overlap_s": source})

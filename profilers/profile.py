@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pkroof.kernels.declare import declared
-from pkroof.rooflines import Bound, Mechanism, Schedule, bound, predict
+from pkroof.rooflines import Bound, Mechanism, Prediction, Protocol, Schedule, System, Workload, bound, predict
 from pkroof.rooflines.units import fmt_bytes, fmt_s
 from pkroof.topology import resolve
 
@@ -47,6 +47,13 @@ def workload_of(problem: Problem, world_size: int, params: dict[str, Any]):
 def declared_pair(problem: Problem, impl: str) -> dict[str, Any] | None:
     """The (mechanism, schedule, comm_sms) an implementation declares; the reference is NCCL, serial."""
     return REFERENCE_PAIR if impl == "reference" else declared(resolve_impl(problem, impl))
+
+
+def predict_declared(w: Workload, system: System, pair: dict[str, Any], comm_sms: int | None) -> Prediction | None:
+    """The model's prediction for a declared pair (or a record's: its "mechanism", "schedule", "protocol") at
+    `comm_sms` communication SMs. Records without "protocol" were made before there was one: simple."""
+    protocol = Protocol(pair.get("protocol", Protocol.SIMPLE.value))
+    return predict(w, system, Mechanism(pair["mechanism"]), Schedule(pair["schedule"]), comm_sms, protocol)
 
 
 def automatic_peers(problem: str, backend: str, log: Callable[[str], None], comm_bytes: int) -> list[str]:
@@ -148,15 +155,15 @@ def profile(
             used = result.pop("comm_sms_used", None)  # what the implementation took at this shape, if it says
             if pair:
                 comm_sms = pair.get("comm_sms") if used is None else used
-                predicted = predict(
-                    workload, topo.system(world), Mechanism(pair["mechanism"]), Schedule(pair["schedule"]), comm_sms
-                )
+                predicted = predict_declared(workload, topo.system(world), pair, comm_sms)
                 result |= {
                     "mechanism": pair["mechanism"],
                     "schedule": pair["schedule"],
                     "comm_sms": comm_sms,
                     "predicted_s": predicted.t_s if predicted else None,
                 }
+                if "protocol" in pair:
+                    result["protocol"] = pair["protocol"]
             record = finish(
                 result,
                 t_roof_s=b.t_roof_s,

@@ -63,10 +63,16 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _mechanism(d: Mapping[str, Any]) -> str:
+    """A record's or an advice's mechanism as the report shows it: "sm-store", or "sm-store LL" for the LL protocol."""
+    return _text(d.get("mechanism")) + (" LL" if d.get("protocol") == "ll" else "")
+
+
 def _record_row(record: Mapping[str, Any]) -> dict[str, Any]:
     env = record.get("environment")
     env = env if isinstance(env, Mapping) else {}
     row: dict[str, Any] = {name: _text(record.get(name)) for name in TEXT}
+    row["mechanism"] = _mechanism(record)
     row |= {name: _number(record.get(name)) for name in NUMBERS}
     world = _number(record.get("world_size"))
     row["world_size"] = pd.NA if math.isnan(world) else int(world)
@@ -87,7 +93,7 @@ def records_frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
 def _advice_fields(advice: Mapping[str, Any] | None) -> dict[str, Any]:
     advice = advice or {}
     return {
-        "mechanism": _text(advice.get("mechanism")),
+        "mechanism": _mechanism(advice),
         "schedule": _text(advice.get("schedule")),
         "predicted_s": _number(advice.get("t_s")),
         "predicted_headroom": _number(advice.get("headroom")),

@@ -224,7 +224,8 @@ the power policy held the clock down">SM clock</th><th>message</th></tr></thead>
 </tbody></table>
 <h2>Advice</h2>
 {% if advice %}<div class="advice"><table class="kv"><tbody>
-<tr><th>mechanism / schedule</th><td><b>{{ advice.get("mechanism")|text }} / {{ advice.get("schedule")|text }}</b>
+<tr><th>mechanism / schedule</th><td><b>{{ advice.get("mechanism")|text }}
+{%- if advice.get("protocol") == "ll" %} LL{% endif %} / {{ advice.get("schedule")|text }}</b>
 {% if advice.get("comm_sms") %} ({{ advice["comm_sms"] }} SMs for communication){% endif %}</td></tr>
 <tr><th>predicted time</th><td>{{ advice.get("t_s")|seconds }}{% if advice.get("baseline_t_s") %}
  against {{ advice["baseline_t_s"]|seconds }} for NCCL, serial{% endif %}</td></tr>

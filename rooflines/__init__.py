@@ -11,7 +11,7 @@ from .collectives import (
     hierarchical_traffic,
     traffic,
 )
-from .mechanisms import Mechanism, Schedule, TransferModel
+from .mechanisms import Mechanism, Protocol, Schedule, TransferModel
 from .system import System
 from .workload import DTYPE_BYTES, CommOp, ComputeOp, Workload
 
@@ -25,6 +25,7 @@ __all__ = [
     "ComputeOp",
     "Mechanism",
     "Prediction",
+    "Protocol",
     "Schedule",
     "System",
     "Traffic",

@@ -19,7 +19,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from .collectives import ZERO, Algorithm, Collective, TieredTraffic, Traffic, hierarchical_traffic, traffic
-from .mechanisms import DEVICE_INITIATED, Mechanism, Schedule, TransferModel
+from .mechanisms import DEVICE_INITIATED, LL_PUSH, Mechanism, Protocol, Schedule, TransferModel
 from .system import System
 from .workload import CommOp, ComputeOp, Workload
 
@@ -91,10 +91,20 @@ class OpCost:
     # the share of its staging through symmetric memory left after its transfers: all of it, but a pipelined
     # copy-engine collective's last chunk's (the rest lands and is copied out or reduced behind later DMAs)
     exposed: float = 1.0
+    protocol: Protocol = Protocol.SIMPLE
 
     @property
     def total_s(self) -> float:
         return self.bandwidth_s + self.latency_s
+
+    @property
+    def staged_bytes(self) -> float:
+        """HBM bytes beyond the minimal traffic that moving a caller's tensors through symmetric memory costs: what
+        a rank sends is written to a symmetric buffer and read back (simple); LL lines (8 bytes per 4 of data) land
+        in the receiver's inbox and are read back from it, the sender reading its input where it lies."""
+        if self.protocol is Protocol.LL:
+            return 4 * self.traffic.recv_bytes * self.exposed
+        return (self.traffic.send_bytes + self.traffic.recv_bytes) * self.exposed
 
 
 def _op_traffic(op: CommOp, system: System, algorithm: Algorithm, size: float) -> TieredTraffic | None:
@@ -124,17 +134,23 @@ def _cost(
     *,
     staged: bool,
     chunked: bool = True,
+    protocol: Protocol = Protocol.SIMPLE,
 ) -> OpCost | None:
     """Cheapest algorithm of mechanism `m` for `op` with `num_ctas` CTAs; None if `m` cannot do it. `staged`: the
     caller also pays HBM for every byte sent and received (_staging_s), so the choice counts it too; otherwise a
     faster link could switch to an algorithm cheaper on the link but dearer in staging, and the whole get slower.
     `chunked`: a copy-engine collective pipelines each peer's bytes in chunks (kernels/copy_engine.py); a fused
-    copy-engine overlap sends whole shards instead, and reduces after its last one (_overlapped counts its DMAs)."""
+    copy-engine overlap sends whole shards instead, and reduces after its last one (_overlapped counts its DMAs).
+    `protocol`: LL (pushes within a node only) puts each 4-byte word beside its flag in an 8-byte line, so twice
+    the bytes cross the link, and the receiver polls the lines themselves: no flag step, and LL's own hand-off."""
+    ll = protocol is Protocol.LL
+    if ll and m.mechanism not in LL_PUSH:
+        return None
     best: OpCost | None = None
     size = op.size_bytes * read_multiplier
     for alg in _algorithms(m.mechanism, op.kind):
         tiers = _op_traffic(op, system, alg, size)
-        if tiers is None:
+        if tiers is None or (ll and tiers.scaleout.num_steps):
             continue
         model = m.for_collective(op.kind.value, tiers.scaleup.bytes)
         if tiers.scaleup.send_bytes and tiers.scaleup.recv_bytes:
@@ -143,7 +159,8 @@ def _cost(
             # fits are of whole collectives and already hold it. The roof keeps the one-way rate: a bound.
             model = model.both_ways()
         net_bw_s, net_lat_s = _network_s(tiers, system)
-        bw_s = max(tiers.scaleup.bytes / model.bandwidth_Bps(num_ctas), net_bw_s)
+        line_bytes = tiers.scaleup.bytes * (2 if ll else 1)
+        bw_s = max(line_bytes / model.bandwidth_Bps(num_ctas), net_bw_s)
         exposed, chunk_latency_s = 1.0, 0.0
         if m.mechanism is Mechanism.COPY_ENGINE and chunked:
             g = min(op.group_size, system.ranks_per_node)
@@ -163,9 +180,11 @@ def _cost(
         # hops). NCCL's measured α already holds its own synchronisation.
         if m.mechanism is Mechanism.NCCL:
             latency_s = model.latency_for(tiers.scaleup.num_steps) + net_lat_s
+        elif ll:
+            latency_s = model.latency_for(tiers.scaleup.num_steps) + model.handoff_for(protocol)
         else:
             latency_s = model.latency_for(tiers.scaleup.num_steps + 1) + net_lat_s + model.handoff_s + chunk_latency_s
-        cost = OpCost(alg, bw_s, latency_s, tiers.scaleup + tiers.scaleout, exposed)
+        cost = OpCost(alg, bw_s, latency_s, tiers.scaleup + tiers.scaleout, exposed, protocol)
         if best is None or _choice_s(cost, system, staged) < _choice_s(best, system, staged):
             best = cost
     return best
@@ -186,6 +205,17 @@ class Prediction:
     latency_s: float
     fill_s: float  # pipeline prologue/epilogue that cannot overlap
     algorithms: tuple[str, ...]  # per comm op
+    protocol: Protocol = Protocol.SIMPLE
+
+    @property
+    def key(self) -> str:
+        """ "mechanism/schedule", "/ll" appended for the LL protocol: how result files and reports name the pair."""
+        return f"{self.mechanism.value}/{self.schedule.value}" + ("/ll" if self.protocol is Protocol.LL else "")
+
+    @property
+    def label(self) -> str:
+        """The mechanism as tables show it: "sm-store", or "sm-store LL"."""
+        return self.mechanism.value + (" LL" if self.protocol is Protocol.LL else "")
 
 
 @dataclass(frozen=True)
@@ -212,8 +242,11 @@ class Bound:
         name = max(terms, key=terms.__getitem__)
         return "latency" if self.t_latency_s > terms[name] else name
 
-    def prediction(self, mechanism: Mechanism, schedule: Schedule) -> Prediction | None:
-        return next((p for p in self.predictions if (p.mechanism, p.schedule) == (mechanism, schedule)), None)
+    def prediction(
+        self, mechanism: Mechanism, schedule: Schedule, protocol: Protocol = Protocol.SIMPLE
+    ) -> Prediction | None:
+        pair = (mechanism, schedule, protocol)
+        return next((p for p in self.predictions if (p.mechanism, p.schedule, p.protocol) == pair), None)
 
 
 @dataclass(frozen=True)
@@ -305,10 +338,16 @@ def _staging_s(costs: list[OpCost], system: System) -> float:
     copy-engine collective pays its last chunk's share only: charged whole, its staging put the model 14-16%
     above the kernels at 256 MiB-1 GiB on 2xH200, 2 GiB of staging (509 µs) on a 2.90 ms all-reduce whose link
     time alone is 2.88 ms (benchmarks/2026-11-30-gemm-rates-h200x2.md, §5)."""
-    return sum((c.traffic.send_bytes + c.traffic.recv_bytes) * c.exposed for c in costs) / system.hbm_bandwidth_Bps
+    return sum(c.staged_bytes for c in costs) / system.hbm_bandwidth_Bps
 
 
-def _serial(w: Workload, system: System, m: TransferModel, comm_sms: int | None = None) -> Prediction | None:
+def _serial(
+    w: Workload,
+    system: System,
+    m: TransferModel,
+    comm_sms: int | None = None,
+    protocol: Protocol = Protocol.SIMPLE,
+) -> Prediction | None:
     """Compute, then communication with as many CTAs as help (NCCL: its own channel count; a kernel that
     declares its CTA count: that many). Anything but NCCL, whose measured rates already include its copies,
     also pays the staging of ordinary tensors through symmetric memory, after the transfers: pkroof's kernels
@@ -320,7 +359,10 @@ def _serial(w: Workload, system: System, m: TransferModel, comm_sms: int | None 
         ctas, used = (comm_sms, comm_sms) if comm_sms else (system.sm_count, min(m.ctas_for(1.0), system.sm_count))
     else:
         ctas, used = None, 0
-    costs = [_cost(op, system, m, ctas, staged=m.mechanism is not Mechanism.NCCL) for op in w.comm]
+    staged = m.mechanism is not Mechanism.NCCL
+    costs = [_cost(op, system, m, ctas, staged=staged, protocol=protocol) for op in w.comm]
+    if not costs and protocol is not Protocol.SIMPLE:
+        return None  # nothing to communicate: no protocol to choose
     if any(c is None for c in costs):
         return None
     comm_s = sum(c.bandwidth_s for c in costs)
@@ -339,6 +381,7 @@ def _serial(w: Workload, system: System, m: TransferModel, comm_sms: int | None 
         lat_s,
         0.0,
         tuple(c.algorithm.value for c in costs),
+        protocol,
     )
 
 
@@ -432,18 +475,22 @@ def _schedules(w: Workload, m: TransferModel, *, declared: bool = False) -> list
 
 
 def predict(
-    w: Workload, system: System, mechanism: Mechanism, schedule: Schedule, comm_sms: int | None = None
+    w: Workload,
+    system: System,
+    mechanism: Mechanism,
+    schedule: Schedule,
+    comm_sms: int | None = None,
+    protocol: Protocol = Protocol.SIMPLE,
 ) -> Prediction | None:
-    """The prediction for one (mechanism, schedule) pair as an implementation declares it; None where the
-    system lacks the mechanism or the schedule does not apply. comm_sms None: the best count, as in bound()."""
+    """The prediction for one (mechanism, schedule) pair as an implementation declares it, with its protocol;
+    None where the system lacks the mechanism or the schedule (or protocol) does not apply. comm_sms None: the
+    best count, as in bound(). The LL protocol is modelled for serial collectives only."""
     m = next((m for m in system.available if m.mechanism is mechanism), None)
     if m is None or schedule not in _schedules(w, m, declared=True):
         return None
-    return (
-        _serial(w, system, m, comm_sms)
-        if schedule is Schedule.SERIAL
-        else _overlapped(w, system, m, schedule, comm_sms)
-    )
+    if schedule is Schedule.SERIAL:
+        return _serial(w, system, m, comm_sms, protocol)
+    return None if protocol is not Protocol.SIMPLE else _overlapped(w, system, m, schedule, comm_sms)
 
 
 def bound(w: Workload, system: System) -> Bound:
@@ -470,6 +517,8 @@ def bound(w: Workload, system: System) -> Bound:
             p = _serial(w, system, m) if schedule is Schedule.SERIAL else _overlapped(w, system, m, schedule)
             if p is not None:
                 predictions.append(p)
+        if m.mechanism in LL_PUSH and (ll := _serial(w, system, m, protocol=Protocol.LL)) is not None:
+            predictions.append(ll)
     predictions.sort(key=lambda p: p.t_s)
     return Bound(
         workload=w,

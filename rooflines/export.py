@@ -21,6 +21,7 @@ def _prediction(p: Prediction) -> dict[str, Any]:
         "latency_s": p.latency_s,
         "fill_s": p.fill_s,
         "algorithms": list(p.algorithms),
+        "protocol": p.protocol.value,
     }
 
 
@@ -65,6 +66,7 @@ def bound_to_dict(b: Bound, advice: Advice) -> dict[str, Any]:
         "recommendation": {
             "mechanism": advice.best.mechanism.value,
             "schedule": advice.best.schedule.value,
+            "protocol": advice.best.protocol.value,
             "comm_sms": advice.best.comm_sms,
             "t_s": advice.best.t_s,
             "baseline_t_s": advice.baseline.t_s if advice.baseline else None,

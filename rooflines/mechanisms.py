@@ -25,6 +25,15 @@ class Schedule(StrEnum):
     CE_OVERLAP = "ce-overlap"  # copy engine moves data while all SMs compute
 
 
+class Protocol(StrEnum):
+    """How a receiver learns that data has landed (NCCL's names). The choice trades bytes for latency."""
+
+    SIMPLE = "simple"  # the data, then a flag stored with release semantics behind it: one more dependent step
+    LL = "ll"  # each 4-byte word beside the call's flag in one 8-byte line: twice the bytes, no release, no flag
+
+
+LL_PUSH = frozenset({Mechanism.SM_STORE})  # LL lines are stores a receiver polls: pushes only (kernels/low_latency.py)
+
 DEVICE_INITIATED = frozenset({Mechanism.SM_LOAD, Mechanism.SM_STORE, Mechanism.TMA, Mechanism.MULTIMEM})
 OVERLAPPED = (Schedule.INTRA_SM.value, Schedule.INTER_SM.value, Schedule.CE_OVERLAP.value)
 
@@ -48,6 +57,15 @@ class TransferModel:
     # (schedule, seconds): a fused kernel with this mechanism pays this much more per call under that overlapped
     # schedule than the model's terms say (its own fixed costs); measured by `pkroof topology calibrate`
     overlap_s: tuple[tuple[str, float], ...] = ()
+    # an LL collective (Protocol.LL) pays this beyond α instead of handoff_s: no release and no flag step, but a
+    # polling consume and its bookkeeping; 0: not measured, so charged handoff_s (until kernels say otherwise)
+    ll_handoff_s: float = 0.0
+
+    def handoff_for(self, protocol: Protocol) -> float:
+        """The fixed hand-off a staged collective of `protocol` pays per call (the simple one where LL's is unknown)."""
+        if protocol is Protocol.LL and self.ll_handoff_s:
+            return self.ll_handoff_s
+        return self.handoff_s
 
     def overlap_for(self, schedule: str) -> float:
         """The measured fixed cost per call of a fused kernel under `schedule` (0 where none was measured)."""

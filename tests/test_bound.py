@@ -7,7 +7,7 @@ from conftest import make_system
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pkroof.rooflines import Mechanism, Schedule, advise, bound, predict
+from pkroof.rooflines import Mechanism, Protocol, Schedule, advise, bound, predict
 from pkroof.rooflines.workloads import BUILTINS, build
 
 S = 2**30
@@ -388,8 +388,8 @@ def test_more_bandwidth_is_never_slower(system, name, scale, factor):
     slow, fast = bound(w, system), bound(w, _faster(system, factor))
     assert fast.t_roof_s <= slow.t_roof_s * (1 + 1e-12)
     for p in fast.predictions:
-        q = slow.prediction(p.mechanism, p.schedule)
-        assert p.t_s <= q.t_s * (1 + 1e-9), (p.mechanism, p.schedule)
+        q = slow.prediction(p.mechanism, p.schedule, p.protocol)
+        assert p.t_s <= q.t_s * (1 + 1e-9), p.key
 
 
 def _with_nccl_fits(system, *fits):
@@ -458,3 +458,64 @@ def test_a_one_shot_copy_engine_overlap_fills_its_pipeline_by_row_blocks():
         for name, depth in (("gemm-all-reduce", blocks), ("gemm-reduce-scatter", n)):
             p = predict(build(name, n, m=64 * n, n=128, k=128), system, Mechanism.COPY_ENGINE, Schedule.CE_OVERLAP)
             assert p.fill_s == pytest.approx(min(p.compute_s, p.comm_s) / depth), (name, n)
+
+
+def _with(system, mechanism, **fields):
+    ms = dict(system.mechanisms)
+    ms[mechanism] = dataclasses.replace(ms[mechanism], **fields)
+    return dataclasses.replace(system, mechanisms=ms)
+
+
+def test_ll_doubles_the_bytes_on_the_link_and_skips_the_flag_step():
+    # a 1 KiB all-reduce on 8 ranks, one-shot push: each rank sends its 1 KiB to 7 peers and receives 7 KiB.
+    # simple: α for the data + one flag step (α again) + 7 KiB at 400 GB/s + staging (7 + 7 KiB) at 3 TB/s.
+    # LL: α only (the flags travel inside the data) + 14 KiB of lines at 400 GB/s + the lines landing in the
+    # inbox and read back from it (2·14 KiB) at 3 TB/s; no hand-off measured: 0 for both
+    system = make_system()
+    w = build("all-reduce", 8, size=1024)
+    simple = predict(w, system, Mechanism.SM_STORE, Schedule.SERIAL)
+    ll = predict(w, system, Mechanism.SM_STORE, Schedule.SERIAL, protocol=Protocol.LL)
+    assert simple.t_s == pytest.approx(2 * 2e-6 + 7 * 1024 / 400e9 + 14 * 1024 / 3e12)
+    assert ll.t_s == pytest.approx(2e-6 + 14 * 1024 / 400e9 + 4 * 7 * 1024 / 3e12)
+    assert ll.algorithms == ("one-shot",) and ll.protocol is Protocol.LL and ll.key == "sm-store/serial/ll"
+    assert ll.label == "sm-store LL" and simple.key == "sm-store/serial" and simple.label == "sm-store"
+
+
+def test_ll_pays_the_simple_hand_off_until_its_own_is_measured():
+    # sm-store's hand-off measured at 3.5 µs: the simple protocol pays it; LL, whose own was not measured, too
+    # (no evidence it is cheaper); once LL's is measured (1 µs) it pays that, and the simple protocol still 3.5 µs
+    plain = make_system()
+    w = build("all-reduce", 8, size=1024)
+    base = {p: predict(w, plain, Mechanism.SM_STORE, Schedule.SERIAL, protocol=p).t_s for p in Protocol}
+    for ll_handoff, expected_ll in ((0.0, 3.5e-6), (1e-6, 1e-6)):
+        system = _with(plain, Mechanism.SM_STORE, handoff_s=3.5e-6, ll_handoff_s=ll_handoff)
+        after = {p: predict(w, system, Mechanism.SM_STORE, Schedule.SERIAL, protocol=p).t_s for p in Protocol}
+        assert after[Protocol.SIMPLE] - base[Protocol.SIMPLE] == pytest.approx(3.5e-6)
+        assert after[Protocol.LL] - base[Protocol.LL] == pytest.approx(expected_ll)
+        assert bound(w, system).t_roof_s == bound(w, plain).t_roof_s  # a kernel's cost, never the roof's
+
+
+def test_ll_wins_small_messages_and_loses_large_ones():
+    # one-shot on 8 ranks (previous test): LL saves the flag step, α = 2 µs, and adds 7·S bytes at 400 GB/s and
+    # (28 − 14)·S of staging at 3 TB/s, so it wins while S < 2e-6 / (7/400e9 + 14/3e12) ≈ 90 KB: at 4 KiB, not
+    # at 1 MiB (where two-shot, for either protocol, does not change the answer: LL's extra bytes still dominate)
+    system = make_system()
+    for size, ll_first in ((4096, True), (1 << 20, False)):
+        b = bound(build("all-reduce", 8, size=size), system)
+        ll = b.prediction(Mechanism.SM_STORE, Schedule.SERIAL, Protocol.LL)
+        simple = b.prediction(Mechanism.SM_STORE, Schedule.SERIAL)
+        assert (ll.t_s < simple.t_s) is ll_first, size
+    assert sum(p.protocol is Protocol.LL for p in b.predictions) == 1  # one LL row: serial SM stores
+    assert len({p.key for p in b.predictions}) == len(b.predictions)  # report keys never collide
+
+
+def test_ll_is_modelled_for_serial_sm_store_collectives_only():
+    system = make_system()
+    assert predict(build("all-reduce", 8, size=1024), system, Mechanism.SM_LOAD, Schedule.SERIAL,
+                   protocol=Protocol.LL) is None  # fmt: skip
+    w = build("gemm-reduce-scatter", 8, m=8192, n=4096, k=4096)
+    assert predict(w, system, Mechanism.SM_STORE, Schedule.INTER_SM, 16, Protocol.LL) is None
+    assert predict(w, system, Mechanism.SM_STORE, Schedule.INTER_SM, 16) is not None
+    two_nodes = make_system(n=16, per_node=8)  # LL across the network is not modelled: no LL row there
+    b = bound(build("all-reduce", 16, size=4096), two_nodes)
+    assert all(p.protocol is Protocol.SIMPLE for p in b.predictions)

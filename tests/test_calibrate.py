@@ -12,30 +12,34 @@ from pkroof.cli import app
 from pkroof.profilers.calibrate import handoffs, overlaps
 from pkroof.profilers.problems import load
 from pkroof.profilers.profile import workload_of
-from pkroof.rooflines import Mechanism, Schedule, predict
+from pkroof.rooflines import Mechanism, Protocol, Schedule, predict
 from pkroof.topology import dump, resolve
 from pkroof.topology import load as load_topology
 
 KIB256 = 256 * 1024
 
 
-def _bare_prediction_s(mechanism: str, size: int = KIB256) -> float:
+def _bare_prediction_s(mechanism: str, size: int = KIB256, protocol: Protocol = Protocol.SIMPLE) -> float:
     """What the h200x2 model predicts with no hand-off at all: the baseline a record's excess is measured from."""
     topo = resolve("h200x2")
-    bare = {k: dataclasses.replace(v, handoff_s=0.0, sources={n: s for n, s in v.sources.items() if n != "handoff_s"})
+    fields = ("handoff_s", "ll_handoff_s")
+    bare = {k: dataclasses.replace(v, handoff_s=0.0, ll_handoff_s=0.0,
+                                   sources={n: s for n, s in v.sources.items() if n not in fields})
             for k, v in topo.mechanisms.items()}  # fmt: skip
     system = dataclasses.replace(topo, mechanisms=bare).system(2)
     w = workload_of(load("all-reduce"), 2, {"size_bytes": size})
-    return predict(w, system, Mechanism(mechanism), Schedule.SERIAL, 128).t_s
+    return predict(w, system, Mechanism(mechanism), Schedule.SERIAL, 128, protocol).t_s
 
 
-def _record(mechanism: str, excess_s: float, *, status: str = "correct", size: int = KIB256) -> dict:
-    base = _bare_prediction_s(mechanism, size) if mechanism != "nccl" else 10e-6
-    return {
+def _record(mechanism: str, excess_s: float, *, status: str = "correct", size: int = KIB256, ll: bool = False) -> dict:
+    protocol = Protocol.LL if ll else Protocol.SIMPLE
+    base = _bare_prediction_s(mechanism, size, protocol) if mechanism != "nccl" else 10e-6
+    record = {
         "problem": "all-reduce", "shape": "small", "params": {"size_bytes": size}, "impl": f"x-{mechanism}-{excess_s}",
         "world_size": 2, "status": status, "mechanism": mechanism, "schedule": "serial", "comm_sms": 128,
         "median_s": base + excess_s, "comm_bytes": size,
     }  # fmt: skip
+    return record | ({"protocol": "ll"} if ll else {})
 
 
 def test_the_median_excess_of_small_correct_staged_records_per_mechanism():
@@ -77,6 +81,32 @@ def test_calibrate_writes_the_hand_offs_with_their_source_and_show_prints_them(t
     assert written.sources[source].basis == "measured" and str(results) in written.sources[source].cite
     shown = CliRunner().invoke(app, ["topology", "show", str(topo_file)])
     assert "sm-load 3 µs" in shown.output and "copy-engine 10 µs" in shown.output
+
+
+def test_ll_kernels_get_a_hand_off_of_their_own(tmp_path):
+    # SM-store records of both protocols, each `excess` above its own protocol's model without hand-offs: the simple
+    # ones' median, (3 + 5) / 2 = 4 µs, is sm-store's hand-off; the LL ones', (1 + 2) / 2 = 1.5 µs, LL's. Mixed,
+    # the four would have given (2 + 3) / 2 = 2.5 µs to both.
+    rows = [
+        _record("sm-store", 3e-6),
+        _record("sm-store", 5e-6),
+        _record("sm-store", 1e-6, ll=True),
+        _record("sm-store", 2e-6, ll=True),
+    ]
+    found = {h.label: h.seconds for h in handoffs(rows, resolve("h200x2"), max_bytes=KIB256)}
+    assert found == pytest.approx({"sm-store": 4e-6, "sm-store LL": 1.5e-6}, abs=1e-12)
+    topo_file, results = tmp_path / "node.json", tmp_path / "results.jsonl"
+    dump(resolve("h200x2"), topo_file)
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = CliRunner().invoke(app, ["topology", "calibrate", str(topo_file), str(results)])
+    assert out.exit_code == 0, out.output
+    assert "sm-store LL: hand-off 1.5 µs (median of 2 records)" in out.output
+    shown = CliRunner().invoke(app, ["topology", "show", str(topo_file)]).output
+    assert "hand-off of an LL collective (flags inside the data), beyond α: sm-store 1.5 µs" in shown
+    written = load_topology(topo_file).mechanisms["sm-store"]
+    assert written.handoff_s == pytest.approx(4e-6, abs=1e-12)
+    assert written.ll_handoff_s == pytest.approx(1.5e-6, abs=1e-12)
+    assert written.sources["ll_handoff_s"] == written.sources["handoff_s"]  # one run, one source
 
 
 def test_calibrate_without_usable_records_fails_in_one_line(tmp_path):

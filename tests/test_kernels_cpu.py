@@ -247,11 +247,25 @@ def test_profile_runs_the_small_message_kernels_unasked_only_at_their_sizes(tmp_
 
     monkeypatch.setattr(prof, "devices", lambda: 2)
     monkeypatch.setattr(prof, "run_job", stub)
+    written = {}
     for size in (256 << 10, 64 << 20):
-        prof.profile(["all-reduce"], impls=["reference"], world_size=2, shape=None, overrides={"size_bytes": size},
-                     out_dir=tmp_path / str(size), timeout_s=5, resume=False, topology="h200x2",
-                     log=lambda _: None)  # fmt: skip
+        written[size] = prof.profile(["all-reduce"], impls=["reference"], world_size=2, shape=None,
+                                     overrides={"size_bytes": size}, out_dir=tmp_path / str(size), timeout_s=5,
+                                     resume=False, topology="h200x2", log=lambda _: None)  # fmt: skip
     small = {impl for size, impl in ran if size == 256 << 10}
     large = {impl for size, impl in ran if size == 64 << 20}
     assert {"reference", "pkroof-one-shot-ll", "pkroof-one-shot-push", "nccl-all-reduce-in-place"} <= small
     assert "pkroof-one-shot-ll" not in large and {"reference", "pkroof-one-shot-push"} <= large
+    # the LL kernel's record says its protocol, and carries the model's LL prediction at the CTAs it declares
+    from pkroof.profilers.problems import load
+    from pkroof.rooflines import Mechanism, Protocol, Schedule, predict
+    from pkroof.topology import resolve
+
+    by_impl = {r["impl"]: r for r in written[256 << 10]}
+    ll, push = by_impl["pkroof-one-shot-ll"], by_impl["pkroof-one-shot-push"]
+    assert ll["protocol"] == "ll" and "protocol" not in push
+    w = prof.workload_of(load("all-reduce"), 2, {"size_bytes": 256 << 10})
+    system = resolve("h200x2").system(2)
+    expected = predict(w, system, Mechanism.SM_STORE, Schedule.SERIAL, ll["comm_sms"], Protocol.LL).t_s
+    assert ll["predicted_s"] == pytest.approx(expected)
+    assert ll["predicted_s"] != pytest.approx(predict(w, system, Mechanism.SM_STORE, Schedule.SERIAL, 128).t_s)

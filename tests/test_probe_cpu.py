@@ -312,6 +312,28 @@ def test_refit_keeps_hand_offs_measured_by_the_profiler_and_a_hand_off_needs_a_s
         MechanismSpec(**{f.name: getattr(store, f.name) for f in dataclasses.fields(store)} | {"sources": unsourced})
 
 
+def test_refit_keeps_every_number_the_profiler_calibrated():
+    import dataclasses
+
+    from pkroof.topology import resolve
+    from pkroof.topology.from_probe import refit
+
+    # a node calibrated for LL kernels and fused kernels too: a refit of the probe's curves keeps all of it
+    preset = resolve("h200x2")
+    store = preset.mechanisms["sm-store"]
+    source = store.sources["handoff_s"]
+    calibrated = dataclasses.replace(
+        store,
+        ll_handoff_s=1.25e-6,
+        overlap_s={"inter-sm": 4e-6},
+        sources=store.sources | {"ll_handoff_s": source, "overlap_s": source},
+    )
+    node = dataclasses.replace(preset, mechanisms=preset.mechanisms | {"sm-store": calibrated})
+    again = refit(node).mechanisms["sm-store"]
+    assert (again.handoff_s, again.ll_handoff_s, again.overlap_s) == (store.handoff_s, 1.25e-6, {"inter-sm": 4e-6})
+    assert again.sources["ll_handoff_s"] == again.sources["overlap_s"] == source
+
+
 def test_ctrl_c_leaves_no_rank_behind(tmp_path):
     import signal
     import subprocess

@@ -161,6 +161,12 @@ def test_declared_pairs_get_the_models_prediction_beside_them(tmp_path):
 
     with pytest.raises(ValueError):
         declare(mechanism="carrier-pigeon", schedule="serial")
+    with pytest.raises(ValueError, match="protocol ll"):  # LL is modelled for serial SM-store pushes only
+        declare(mechanism="sm-load", schedule="serial", protocol="ll")
+    with pytest.raises(ValueError, match="protocol ll"):
+        declare(mechanism="sm-store", schedule="inter-sm", protocol="ll")
+    with pytest.raises(ValueError):
+        declare(mechanism="sm-store", schedule="serial", protocol="ll128")
     written, _ = _run(tmp_path, ["declared_pair"])
     ref, mine = written
     assert (ref["mechanism"], ref["schedule"]) == ("nccl", "serial")  # PyTorch + NCCL is the serial baseline

@@ -80,6 +80,17 @@ def test_records_frame_one_row_per_record_with_numbers_coerced():
     assert bad["world_size"] is pd.NA and bad["gpu"] == "" and bad["host"] == ""
 
 
+def test_an_ll_kernel_and_ll_advice_show_their_protocol_beside_the_mechanism():
+    ll = _record("all-reduce", "pkroof-one-shot-ll", "correct", 5e-6, mechanism="sm-store", schedule="serial",
+                 protocol="ll")  # fmt: skip
+    push = _record("all-reduce", "pkroof-one-shot-push", "correct", 6e-6, mechanism="sm-store", schedule="serial")
+    frame = frames.records_frame([ll, push])
+    assert list(frame["mechanism"]) == ["sm-store LL", "sm-store"]  # records without a protocol: simple
+    advice = {"all-reduce": {"mechanism": "sm-store", "schedule": "serial", "protocol": "ll", "t_s": 4e-6}}
+    index = frames.index_frame(frame, categories={"all-reduce": "collective"}, advice=advice)
+    assert index.iloc[0]["mechanism"] == "sm-store LL"
+
+
 def test_index_frame_compares_reference_with_best_and_takes_advice_as_data():
     advice = {
         "all-reduce": {"mechanism": "sm-store", "schedule": "inter-sm", "t_s": 45e-6, "headroom": 2.1, "reason": "r"}

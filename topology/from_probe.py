@@ -360,12 +360,19 @@ def refit(topology: Topology) -> Topology:
     )
 
 
+CALIBRATED = ("handoff_s", "ll_handoff_s", "overlap_s")  # set by `pkroof topology calibrate`, not by the probe
+
+
 def _kept_handoffs(fresh: dict[str, MechanismSpec], before: dict[str, MechanismSpec]) -> dict[str, MechanismSpec]:
-    """A refit re-derives what the probe measured; hand-off costs come from profiled kernels, so they stay."""
+    """A refit re-derives what the probe measured; hand-offs and fused kernels' fixed costs come from profiled
+    kernels, so they stay."""
     out = dict(fresh)
     for name, spec in fresh.items():
         old = before.get(name)
-        if old is not None and old.handoff_s and spec.available:
-            sources = spec.sources | {"handoff_s": old.sources["handoff_s"]}
-            out[name] = dataclasses.replace(spec, handoff_s=old.handoff_s, sources=sources)
+        if old is None or not spec.available:
+            continue
+        kept = {f: getattr(old, f) for f in CALIBRATED if getattr(old, f)}
+        if kept:
+            sources = spec.sources | {f: old.sources[f] for f in kept}
+            out[name] = dataclasses.replace(spec, **kept, sources=sources)
     return out

@@ -148,6 +148,9 @@ class MechanismSpec:
     # per call beyond the model's terms (its own fixed costs: the compute → communication hand-off, its GEMM's
     # launch): the median excess of small fused kernels (pkroof topology calibrate); {}: not measured
     overlap_s: dict[str, float] = field(default_factory=dict)
+    # the hand-off of a collective by the LL protocol (each word beside its flag, no release): measured like
+    # handoff_s from LL kernels (pkroof topology calibrate); 0: not measured, so LL is charged handoff_s
+    ll_handoff_s: float = 0.0
 
     def __post_init__(self) -> None:
         for schedule, seconds in self.overlap_s.items():
@@ -183,6 +186,7 @@ class MechanismSpec:
             self.handoff_s,
             self.duplex_bandwidth_Bps,
             tuple(sorted(self.overlap_s.items())),
+            self.ll_handoff_s,
         )
 
 
