@@ -20,8 +20,9 @@
 #   bash benchmarks/device_run_one_gpu.sh twelfth  the LL all-reduce (kernels/low_latency.py): its GPU tests (phased and
 #                                                 concurrent emulated ranks), then timed against the flag hand-off
 #                                                 with 2 ranks side by side on the one GPU
-#   bash benchmarks/device_run_one_gpu.sh thirteenth the LL GPU tests again, then pkroof profile on a 1-rank group: the
-#                                                 LL kernels' records through the real path (protocol, prediction)
+#   bash benchmarks/device_run_one_gpu.sh thirteenth the LL GPU tests again, after the kernels declared their protocol
+#                                                 (pkroof profile refuses fewer than 2 ranks, so the records' path
+#                                                 waits for 2 GPUs; a CPU test covers it with stubbed ranks)
 set -u
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | grep -v WARNING | tail -2
@@ -66,18 +67,6 @@ elif [ "$1" = twelfth ]; then
 elif [ "$1" = thirteenth ]; then
   timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py -k "test_ll_" 2>&1 \
     | tee "$OUT/ll-tests.log" | tail -4
-  for size in 16KiB 256KiB; do
-    timeout 150 pkroof profile all-reduce --world-size 1 --size $size --out "$OUT/profile" --resume --timeout 60 \
-      --impl pkroof-one-shot-ll --impl pkroof-one-shot-push 2>&1 | grep -v Warning | tee -a "$OUT/profile.log"
-  done
-  timeout 100 pkroof profile decode-gemv-all-reduce --world-size 1 --shape llama3-70b-tp8 --out "$OUT/profile" \
-    --resume --timeout 60 2>&1 | grep -v Warning | tee -a "$OUT/profile.log"
-  python3 -c "
-import json, sys
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    print(r['problem'], r['impl'], r['status'], r.get('mechanism'), r.get('protocol'), r.get('predicted_s'), r.get('median_s'))
-" "$OUT/profile/results.jsonl"
 elif [ "$1" = tenth6 ]; then
   timeout 150 python3 benchmarks/kernels_sweep.py 64MiB --ce-chunks 0 --ce-local sm,sm16,dma,none --ce-calls 3 \
     --ce-streams 1,2 2>&1 | grep -v Warning | tee "$OUT/sweep-one-rank.log"
