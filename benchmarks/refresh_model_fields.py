@@ -34,8 +34,10 @@ def refresh(record: dict, stamp: str, topology: str | None = None) -> dict:
         ctas = record["comm_sms"] if record.get("comm_sms") is not None else pair.get("comm_sms")
         p = predict_declared(workload, system, pair, ctas)
         record["comm_sms"] = ctas
-        if "protocol" in pair:
-            record["protocol"] = pair["protocol"]
+        for key in ("protocol", "algorithm"):  # the kernel's declaration now, as for the rest of the pair
+            record.pop(key, None)
+            if key in pair:
+                record[key] = pair[key]
         record["predicted_s"] = p.t_s if p else None
         if p and record.get("median_s"):
             record["prediction_error"] = (record["median_s"] - p.t_s) / p.t_s

@@ -447,7 +447,7 @@ CTAS_SPLIT = int(os.environ.get("PKROOF_CTAS_SPLIT", 256))  # stagers and consum
 def _collective(kind: int, mechanism: str, ctas: int, **how: bool) -> Callable[[torch.Tensor], torch.Tensor]:
     """One built-in implementation: `exchange` of `kind` with these settings, declaring its pair."""
 
-    @declare(mechanism=mechanism, schedule="serial", comm_sms=ctas)
+    @declare(mechanism=mechanism, schedule="serial", comm_sms=ctas, algorithm="one-shot")
     def run(x: torch.Tensor) -> torch.Tensor:
         return exchange(kind, x, ctas=ctas, **how)
 
@@ -464,7 +464,7 @@ all_to_all_push = _collective(ALL_TO_ALL, "sm-store", CTAS_STORE, push=True)
 all_to_all_pull = _collective(ALL_TO_ALL, "sm-load", CTAS_LOAD, push=False)
 
 
-@declare(mechanism="sm-load", schedule="serial", comm_sms=CTAS_LOAD)
+@declare(mechanism="sm-load", schedule="serial", comm_sms=CTAS_LOAD, algorithm="two-shot")
 def all_reduce_two_shot(x):
     """Reduce-scatter (pull) then all-gather (push) of the reduced chunk: (P-1)/P of the bytes of one-shot's pull
     per phase, so it wins over one-shot as P grows; sizes not divisible by P are padded."""

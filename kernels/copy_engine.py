@@ -230,23 +230,23 @@ def _peers() -> list[int]:
     return [p for p in range(ws.world) if p != ws.rank]
 
 
-@declare(mechanism="copy-engine", schedule="serial", comm_sms=0)
+@declare(mechanism="copy-engine", schedule="serial", comm_sms=0, algorithm="one-shot")
 def all_gather_ce(shard):
     return _gather("ce-all-gather", dict.fromkeys(_peers(), shard), shard).view(-1)
 
 
-@declare(mechanism="copy-engine", schedule="serial", comm_sms=0)
+@declare(mechanism="copy-engine", schedule="serial", comm_sms=0, algorithm="one-shot")
 def all_to_all_ce(x):
     chunks = x.reshape(workspace().world, -1)
     return _gather("ce-all-to-all", {p: chunks[p] for p in _peers()}, chunks[workspace().rank]).view(-1)
 
 
-@declare(mechanism="copy-engine", schedule="serial", comm_sms=0)
+@declare(mechanism="copy-engine", schedule="serial", comm_sms=0, algorithm="one-shot")
 def reduce_scatter_ce(x):
     chunks = x.reshape(workspace().world, -1)
     return _reduce("ce-reduce-scatter", {p: chunks[p] for p in _peers()}, chunks[workspace().rank])
 
 
-@declare(mechanism="copy-engine", schedule="serial", comm_sms=0)
+@declare(mechanism="copy-engine", schedule="serial", comm_sms=0, algorithm="one-shot")
 def all_reduce_ce(x):
     return _reduce("ce-all-reduce", dict.fromkeys(_peers(), x), x).view_as(x)

@@ -13,7 +13,8 @@ says, when called, how many it took (`report_comm_sms`); the profiler then predi
 
 protocol is how a receiver learns that its data landed: "simple" (the data, then a flag released behind it) or
 "ll" (NCCL's LL: each 4-byte word beside its flag in one 8-byte line; twice the bytes, no release). The model
-prices the two differently, and `pkroof topology calibrate` measures their hand-offs apart.
+prices the two differently, and `pkroof topology calibrate` measures their hand-offs apart. algorithm is the one
+the kernel runs (a one-shot kernel on 8 ranks is predicted as one-shot even where two-shot would be cheaper).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pkroof.rooflines import Mechanism, Protocol, Schedule
+from pkroof.rooflines import Algorithm, Mechanism, Protocol, Schedule
 from pkroof.rooflines.mechanisms import LL_PUSH
 
 ATTRIBUTE = "pkroof_pair"
@@ -29,12 +30,20 @@ USED = "pkroof_comm_sms_used"
 
 
 def declare(
-    *, mechanism: str, schedule: str, comm_sms: int | None = None, protocol: str = "simple"
+    *,
+    mechanism: str,
+    schedule: str,
+    comm_sms: int | None = None,
+    protocol: str = "simple",
+    algorithm: str | None = None,
 ) -> Callable[[Callable], Callable]:
     """Mark a function as one (mechanism, schedule) pair, with the protocol its receivers learn that data landed
-    by (Protocol: "simple", a flag behind the data, or "ll", flags inside the data); unknown names are a
-    ValueError at import time, as is LL on anything but a serial SM-store collective (the only LL the model has)."""
+    by (Protocol: "simple", a flag behind the data, or "ll", flags inside the data) and the algorithm it runs
+    ("one-shot", "two-shot"...; None: the model takes the cheapest); unknown names are a ValueError at import
+    time, as is LL on anything but a serial SM-store collective (the only LL the model has)."""
     pair = {"mechanism": Mechanism(mechanism).value, "schedule": Schedule(schedule).value, "comm_sms": comm_sms}
+    if algorithm is not None:
+        pair["algorithm"] = Algorithm(algorithm).value
     if Protocol(protocol) is Protocol.LL:
         if Mechanism(mechanism) not in LL_PUSH or Schedule(schedule) is not Schedule.SERIAL:
             raise ValueError(f"protocol ll: the model has it for serial {', '.join(sorted(LL_PUSH))} only")

@@ -187,14 +187,14 @@ def ctas_used(x: torch.Tensor, ctas: int = CTAS_LL) -> int:
     return tiling(-(-x.numel() // PACK[x.dtype]), ctas)[2]
 
 
-@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_LL, protocol="ll")
+@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_LL, protocol="ll", algorithm="one-shot")
 def all_reduce_one_shot_ll(x: torch.Tensor) -> torch.Tensor:
     """One-shot push all-reduce by the LL protocol (built-in `pkroof-one-shot-ll`)."""
     report_comm_sms(all_reduce_one_shot_ll, ctas_used(x))
     return all_reduce(x)
 
 
-@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_LL, protocol="ll")
+@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_LL, protocol="ll", algorithm="one-shot")
 def gemv_all_reduce_ll(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """Decode-time row-parallel GEMV, then the LL all-reduce of its output (built-in `pkroof-gemv-ar-ll`)."""
     y = torch.nn.functional.linear(x, weight)

@@ -115,8 +115,9 @@ def topology_text(t: Topology) -> str:
             + ", ".join(handoffs)
             + " (a device-initiated mechanism without its own takes the smallest of these SM ones)"
         )
-    ll = [f"{name} {fmt_s(m.ll_handoff_s)}" for name, m in t.mechanisms.items() if m.ll_handoff_s]
-    if handoffs or ll:
+    ll = [f"{name} {fmt_s(m.ll_handoff_s)}" for name, m in t.mechanisms.items() if m.ll_handoff_s is not None]
+    store = t.mechanisms.get("sm-store")
+    if (handoffs or ll) and store is not None and store.available:  # LL is modelled for SM stores only
         said = ", ".join(ll) if ll else "not measured, so charged the one above"
         lines.append(f"  hand-off of an LL collective (flags inside the data), beyond α: {said}")
     fused = [f"{name} {s} {fmt_s(v)}" for name, m in t.mechanisms.items() for s, v in sorted(m.overlap_s.items())]

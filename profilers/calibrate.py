@@ -64,6 +64,7 @@ def _usable(r: dict[str, Any], max_bytes: int, *, fused: bool) -> bool:
         and (r["schedule"] != Schedule.SERIAL.value) == fused
         and bool(r.get("median_s"))
         and 0 < r.get("comm_bytes", 0) <= max_bytes
+        and r.get("protocol", Protocol.SIMPLE.value) in {p.value for p in Protocol}
     )
 
 
@@ -102,7 +103,7 @@ def _median_excesses(
 def handoffs(records: Iterable[dict[str, Any]], topology: Topology, max_bytes: int) -> list[Handoff]:
     """Per (mechanism, protocol) with at least MIN_RECORDS usable serial records: the median excess over the model
     without hand-offs (≥ 0)."""
-    bare = _without(topology, {"handoff_s": 0.0, "ll_handoff_s": 0.0})
+    bare = _without(topology, {"handoff_s": 0.0, "ll_handoff_s": None})
     return _median_excesses(records, bare, max_bytes, fused=False)
 
 

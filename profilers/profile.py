@@ -7,7 +7,18 @@ from pathlib import Path
 from typing import Any
 
 from pkroof.kernels.declare import declared
-from pkroof.rooflines import Bound, Mechanism, Prediction, Protocol, Schedule, System, Workload, bound, predict
+from pkroof.rooflines import (
+    Algorithm,
+    Bound,
+    Mechanism,
+    Prediction,
+    Protocol,
+    Schedule,
+    System,
+    Workload,
+    bound,
+    predict,
+)
 from pkroof.rooflines.units import fmt_bytes, fmt_s
 from pkroof.topology import resolve
 
@@ -50,10 +61,12 @@ def declared_pair(problem: Problem, impl: str) -> dict[str, Any] | None:
 
 
 def predict_declared(w: Workload, system: System, pair: dict[str, Any], comm_sms: int | None) -> Prediction | None:
-    """The model's prediction for a declared pair (or a record's: its "mechanism", "schedule", "protocol") at
-    `comm_sms` communication SMs. Records without "protocol" were made before there was one: simple."""
+    """The model's prediction for a declared pair (or a record's: its "mechanism", "schedule", "protocol",
+    "algorithm") at `comm_sms` communication SMs. Without "protocol": simple; without "algorithm": the cheapest."""
     protocol = Protocol(pair.get("protocol", Protocol.SIMPLE.value))
-    return predict(w, system, Mechanism(pair["mechanism"]), Schedule(pair["schedule"]), comm_sms, protocol)
+    algorithm = Algorithm(pair["algorithm"]) if pair.get("algorithm") else None
+    mechanism, schedule = Mechanism(pair["mechanism"]), Schedule(pair["schedule"])
+    return predict(w, system, mechanism, schedule, comm_sms, protocol, algorithm)
 
 
 def automatic_peers(problem: str, backend: str, log: Callable[[str], None], comm_bytes: int) -> list[str]:
@@ -162,8 +175,7 @@ def profile(
                     "comm_sms": comm_sms,
                     "predicted_s": predicted.t_s if predicted else None,
                 }
-                if "protocol" in pair:
-                    result["protocol"] = pair["protocol"]
+                result |= {k: pair[k] for k in ("protocol", "algorithm") if k in pair}
             record = finish(
                 result,
                 t_roof_s=b.t_roof_s,

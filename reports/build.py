@@ -10,10 +10,11 @@
                                 link_bandwidth_Bps, link_tier, world_size, dtype, topology,
                      "sweep": [{"size_bytes": total comm bytes (the records' comm_bytes convention),
                                 "t_roof_s": .., "compute_s": .., "hbm_s": .., "link_s": .., "latency_s": ..,
-                                "predictions": {"<mechanism>/<schedule>": t_s, ...}}, ...]  (size ascending)
+                                "predictions": {"<mechanism>/<schedule>[/ll]": t_s, ...}}, ...]  (size ascending)
                   }}
     advice        {problem name: the "recommendation" dict of the same bound JSON:
-                     {"mechanism", "schedule", "t_s", "headroom", "reason"; optional "comm_sms", "baseline_t_s"}}
+                     {"mechanism", "schedule", "t_s", "headroom", "reason"; optional "protocol", "comm_sms",
+                      "baseline_t_s"}}
     categories    {problem name: category}
     problems_meta {problem name: {"doc": one-line docstring, "source": file, "command": the command that ran it}}
 

@@ -293,7 +293,8 @@ ROOFLINE_COLUMNS = ("x", "x_kind", "series", "kind", "t_s")
 def roofline_frame(points: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     """Long form of precomputed sweep points: one row per (x, series).
 
-    kind is "roof" (t_roof_s), "term" (compute, HBM, link, latency) or "prediction" (series "mechanism/schedule").
+    kind is "roof" (t_roof_s), "term" (compute, HBM, link, latency) or "prediction" (series "mechanism/schedule",
+    "/ll" appended for the LL protocol).
     x_kind is "size_bytes" when the points give sizes, else "x".
     """
     rows = []

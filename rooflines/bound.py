@@ -135,6 +135,7 @@ def _cost(
     staged: bool,
     chunked: bool = True,
     protocol: Protocol = Protocol.SIMPLE,
+    algorithm: Algorithm | None = None,
 ) -> OpCost | None:
     """Cheapest algorithm of mechanism `m` for `op` with `num_ctas` CTAs; None if `m` cannot do it. `staged`: the
     caller also pays HBM for every byte sent and received (_staging_s), so the choice counts it too; otherwise a
@@ -142,13 +143,16 @@ def _cost(
     `chunked`: a copy-engine collective pipelines each peer's bytes in chunks (kernels/copy_engine.py); a fused
     copy-engine overlap sends whole shards instead, and reduces after its last one (_overlapped counts its DMAs).
     `protocol`: LL (pushes within a node only) puts each 4-byte word beside its flag in an 8-byte line, so twice
-    the bytes cross the link, and the receiver polls the lines themselves: no flag step, and LL's own hand-off."""
+    the bytes cross the link, and the receiver polls the lines themselves: no flag step, and LL's own hand-off.
+    `algorithm`: the one a kernel declares it runs (None: the cheapest of the mechanism's)."""
     ll = protocol is Protocol.LL
     if ll and m.mechanism not in LL_PUSH:
         return None
     best: OpCost | None = None
     size = op.size_bytes * read_multiplier
     for alg in _algorithms(m.mechanism, op.kind):
+        if algorithm is not None and alg is not algorithm:
+            continue
         tiers = _op_traffic(op, system, alg, size)
         if tiers is None or (ll and tiers.scaleout.num_steps):
             continue
@@ -347,6 +351,7 @@ def _serial(
     m: TransferModel,
     comm_sms: int | None = None,
     protocol: Protocol = Protocol.SIMPLE,
+    algorithm: Algorithm | None = None,
 ) -> Prediction | None:
     """Compute, then communication with as many CTAs as help (NCCL: its own channel count; a kernel that
     declares its CTA count: that many). Anything but NCCL, whose measured rates already include its copies,
@@ -360,7 +365,7 @@ def _serial(
     else:
         ctas, used = None, 0
     staged = m.mechanism is not Mechanism.NCCL
-    costs = [_cost(op, system, m, ctas, staged=staged, protocol=protocol) for op in w.comm]
+    costs = [_cost(op, system, m, ctas, staged=staged, protocol=protocol, algorithm=algorithm) for op in w.comm]
     if not costs and protocol is not Protocol.SIMPLE:
         return None  # nothing to communicate: no protocol to choose
     if any(c is None for c in costs):
@@ -406,7 +411,12 @@ def _ce_overlap_pipeline(op: CommOp, algorithm: Algorithm, system: System) -> tu
 
 
 def _overlapped(
-    w: Workload, system: System, m: TransferModel, schedule: Schedule, comm_sms: int | None = None
+    w: Workload,
+    system: System,
+    m: TransferModel,
+    schedule: Schedule,
+    comm_sms: int | None = None,
+    algorithm: Algorithm | None = None,
 ) -> Prediction | None:
     """Communication overlapped with compute: search the comm SMs k that minimise the total (or take the k a
     kernel declares). Inter-SM's GEMM runs in whole tiles on the SMs left to it, so its compute is at least
@@ -432,7 +442,8 @@ def _overlapped(
         costs, later_dmas, ce_depth = [], 0, 1
         for op in w.comm:
             reads = op.consumer_reads if (schedule is Schedule.INTRA_SM and op.consumer) else 1
-            c = _cost(op, system, m, k if m.uses_sms else None, reads, staged=staged, chunked=not ce)
+            ctas = k if m.uses_sms else None
+            c = _cost(op, system, m, ctas, reads, staged=staged, chunked=not ce, algorithm=algorithm)
             if c is None:
                 return None
             costs.append(c)
@@ -481,16 +492,18 @@ def predict(
     schedule: Schedule,
     comm_sms: int | None = None,
     protocol: Protocol = Protocol.SIMPLE,
+    algorithm: Algorithm | None = None,
 ) -> Prediction | None:
-    """The prediction for one (mechanism, schedule) pair as an implementation declares it, with its protocol;
-    None where the system lacks the mechanism or the schedule (or protocol) does not apply. comm_sms None: the
-    best count, as in bound(). The LL protocol is modelled for serial collectives only."""
+    """The prediction for one (mechanism, schedule) pair as an implementation declares it, with its protocol and
+    algorithm; None where the system lacks the mechanism or the schedule, protocol or algorithm does not apply.
+    comm_sms None: the best count, as in bound(); algorithm None: the cheapest. The LL protocol is modelled for
+    serial collectives only."""
     m = next((m for m in system.available if m.mechanism is mechanism), None)
     if m is None or schedule not in _schedules(w, m, declared=True):
         return None
     if schedule is Schedule.SERIAL:
-        return _serial(w, system, m, comm_sms, protocol)
-    return None if protocol is not Protocol.SIMPLE else _overlapped(w, system, m, schedule, comm_sms)
+        return _serial(w, system, m, comm_sms, protocol, algorithm)
+    return None if protocol is not Protocol.SIMPLE else _overlapped(w, system, m, schedule, comm_sms, algorithm)
 
 
 def bound(w: Workload, system: System) -> Bound:

@@ -58,12 +58,12 @@ class TransferModel:
     # schedule than the model's terms say (its own fixed costs); measured by `pkroof topology calibrate`
     overlap_s: tuple[tuple[str, float], ...] = ()
     # an LL collective (Protocol.LL) pays this beyond α instead of handoff_s: no release and no flag step, but a
-    # polling consume and its bookkeeping; 0: not measured, so charged handoff_s (until kernels say otherwise)
-    ll_handoff_s: float = 0.0
+    # polling consume and its bookkeeping; None: not measured, so charged handoff_s (until kernels say otherwise)
+    ll_handoff_s: float | None = None
 
     def handoff_for(self, protocol: Protocol) -> float:
         """The fixed hand-off a staged collective of `protocol` pays per call (the simple one where LL's is unknown)."""
-        if protocol is Protocol.LL and self.ll_handoff_s:
+        if protocol is Protocol.LL and self.ll_handoff_s is not None:
             return self.ll_handoff_s
         return self.handoff_s
 

@@ -7,7 +7,7 @@ from conftest import make_system
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pkroof.rooflines import Mechanism, Protocol, Schedule, advise, bound, predict
+from pkroof.rooflines import Algorithm, Mechanism, Protocol, Schedule, advise, bound, predict
 from pkroof.rooflines.workloads import BUILTINS, build
 
 S = 2**30
@@ -482,31 +482,35 @@ def test_ll_doubles_the_bytes_on_the_link_and_skips_the_flag_step():
 
 
 def test_ll_pays_the_simple_hand_off_until_its_own_is_measured():
-    # sm-store's hand-off measured at 3.5 µs: the simple protocol pays it; LL, whose own was not measured, too
-    # (no evidence it is cheaper); once LL's is measured (1 µs) it pays that, and the simple protocol still 3.5 µs
+    # sm-store's hand-off measured at 3.5 µs: the simple protocol pays it; LL, whose own was not measured (None),
+    # too (no evidence it is cheaper); once LL's is measured it pays that, 1 µs, or nothing when it measured 0 µs;
+    # the simple protocol still 3.5 µs
     plain = make_system()
     w = build("all-reduce", 8, size=1024)
     base = {p: predict(w, plain, Mechanism.SM_STORE, Schedule.SERIAL, protocol=p).t_s for p in Protocol}
-    for ll_handoff, expected_ll in ((0.0, 3.5e-6), (1e-6, 1e-6)):
+    for ll_handoff, expected_ll in ((None, 3.5e-6), (1e-6, 1e-6), (0.0, 0.0)):
         system = _with(plain, Mechanism.SM_STORE, handoff_s=3.5e-6, ll_handoff_s=ll_handoff)
         after = {p: predict(w, system, Mechanism.SM_STORE, Schedule.SERIAL, protocol=p).t_s for p in Protocol}
         assert after[Protocol.SIMPLE] - base[Protocol.SIMPLE] == pytest.approx(3.5e-6)
-        assert after[Protocol.LL] - base[Protocol.LL] == pytest.approx(expected_ll)
+        assert after[Protocol.LL] - base[Protocol.LL] == pytest.approx(expected_ll, abs=1e-15), ll_handoff
         assert bound(w, system).t_roof_s == bound(w, plain).t_roof_s  # a kernel's cost, never the roof's
 
 
 def test_ll_wins_small_messages_and_loses_large_ones():
-    # one-shot on 8 ranks (previous test): LL saves the flag step, α = 2 µs, and adds 7·S bytes at 400 GB/s and
-    # (28 − 14)·S of staging at 3 TB/s, so it wins while S < 2e-6 / (7/400e9 + 14/3e12) ≈ 90 KB: at 4 KiB, not
-    # at 1 MiB (where two-shot, for either protocol, does not change the answer: LL's extra bytes still dominate)
+    # 2 ranks, where one-shot (one step, S each way) always beats two-shot (two steps, the same S each way):
+    # simple = 2α + S/β + (S + S)/h; LL = α + 2S/β + 4S/h (α = 2 µs, β = 400 GB/s, h = 3 TB/s, no hand-off).
+    # LL wins while S/β + 2S/h < α, i.e. S < 2e-6 / (1/400e9 + 2/3e12) = 631,579 bytes (617 KiB)
     system = make_system()
-    for size, ll_first in ((4096, True), (1 << 20, False)):
-        b = bound(build("all-reduce", 8, size=size), system)
+    crossover = 2e-6 / (1 / 400e9 + 2 / 3e12)
+    for size, ll_first in ((4096, True), (512 << 10, True), (768 << 10, False), (64 << 20, False)):
+        b = bound(build("all-reduce", 2, size=size), system)
         ll = b.prediction(Mechanism.SM_STORE, Schedule.SERIAL, Protocol.LL)
         simple = b.prediction(Mechanism.SM_STORE, Schedule.SERIAL)
+        assert ll.algorithms == simple.algorithms == ("one-shot",)
+        assert simple.t_s - ll.t_s == pytest.approx((crossover - size) * (1 / 400e9 + 2 / 3e12))
         assert (ll.t_s < simple.t_s) is ll_first, size
-    assert sum(p.protocol is Protocol.LL for p in b.predictions) == 1  # one LL row: serial SM stores
-    assert len({p.key for p in b.predictions}) == len(b.predictions)  # report keys never collide
+        assert sum(p.protocol is Protocol.LL for p in b.predictions) == 1  # one LL row: serial SM stores
+        assert len({p.key for p in b.predictions}) == len(b.predictions)  # report keys never collide
 
 
 def test_ll_is_modelled_for_serial_sm_store_collectives_only():
@@ -519,3 +523,24 @@ def test_ll_is_modelled_for_serial_sm_store_collectives_only():
     two_nodes = make_system(n=16, per_node=8)  # LL across the network is not modelled: no LL row there
     b = bound(build("all-reduce", 16, size=4096), two_nodes)
     assert all(p.protocol is Protocol.SIMPLE for p in b.predictions)
+
+
+def test_a_declared_algorithm_is_predicted_even_where_another_is_cheaper():
+    # 64 MiB all-reduce on 8 ranks by SM stores. One-shot pushes the whole buffer to 7 peers: 7·S each way in one
+    # step (+ the flag step), staging (7·S + 7·S) at 3 TB/s. Two-shot (reduce-scatter, then all-gather) moves
+    # 2·(7/8)·S each way in two steps: cheaper here, so the model's own choice, but a one-shot kernel is predicted
+    # as one-shot
+    system, size = make_system(), 64 << 20
+    w = build("all-reduce", 8, size=size)
+    one = predict(w, system, Mechanism.SM_STORE, Schedule.SERIAL, algorithm=Algorithm.ONE_SHOT)
+    assert one.algorithms == ("one-shot",)
+    assert one.comm_s == pytest.approx(7 * size / 400e9 + 14 * size / 3e12)
+    assert one.latency_s == pytest.approx(2 * 2e-6)
+    two = predict(w, system, Mechanism.SM_STORE, Schedule.SERIAL, algorithm=Algorithm.TWO_SHOT)
+    assert two.algorithms == ("two-shot",)
+    assert two.comm_s == pytest.approx(2 * 7 / 8 * size / 400e9 + 4 * 7 / 8 * size / 3e12)
+    assert two.latency_s == pytest.approx(3 * 2e-6)  # two steps and the flag step
+    cheapest = predict(w, system, Mechanism.SM_STORE, Schedule.SERIAL)
+    assert cheapest == two and two.t_s < one.t_s
+    # an algorithm the mechanism does not have: no prediction
+    assert predict(w, system, Mechanism.SM_STORE, Schedule.SERIAL, algorithm=Algorithm.RING) is None

@@ -23,7 +23,7 @@ def _bare_prediction_s(mechanism: str, size: int = KIB256, protocol: Protocol = 
     """What the h200x2 model predicts with no hand-off at all: the baseline a record's excess is measured from."""
     topo = resolve("h200x2")
     fields = ("handoff_s", "ll_handoff_s")
-    bare = {k: dataclasses.replace(v, handoff_s=0.0, ll_handoff_s=0.0,
+    bare = {k: dataclasses.replace(v, handoff_s=0.0, ll_handoff_s=None,
                                    sources={n: s for n, s in v.sources.items() if n not in fields})
             for k, v in topo.mechanisms.items()}  # fmt: skip
     system = dataclasses.replace(topo, mechanisms=bare).system(2)
@@ -107,6 +107,28 @@ def test_ll_kernels_get_a_hand_off_of_their_own(tmp_path):
     assert written.handoff_s == pytest.approx(4e-6, abs=1e-12)
     assert written.ll_handoff_s == pytest.approx(1.5e-6, abs=1e-12)
     assert written.sources["ll_handoff_s"] == written.sources["handoff_s"]  # one run, one source
+
+
+def test_an_ll_hand_off_measured_at_zero_is_a_measurement_and_unknown_protocols_are_skipped(tmp_path):
+    # LL records 1 and 2 µs *below* the model without hand-offs: the median excess, clipped at 0, is 0, and the
+    # model must then charge LL nothing, not fall back to the simple hand-off as it does while LL's is unmeasured
+    rows = [_record("sm-store", -1e-6, ll=True), _record("sm-store", -2e-6, ll=True)]
+    rows.append(_record("sm-store", 50e-6, ll=True) | {"protocol": "ll128"})  # no such protocol: not counted
+    topo_file, results = tmp_path / "node.json", tmp_path / "results.jsonl"
+    dump(resolve("h200x2"), topo_file)
+    shown = CliRunner().invoke(app, ["topology", "show", str(topo_file)]).output
+    assert "beyond α: not measured, so charged the one above" in shown
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = CliRunner().invoke(app, ["topology", "calibrate", str(topo_file), str(results)])
+    assert out.exit_code == 0, out.output
+    assert "sm-store LL: hand-off 0 ns (median of 2 records)" in out.output
+    written = load_topology(topo_file)
+    store = written.mechanisms["sm-store"]
+    assert store.ll_handoff_s == 0.0 and "ll_handoff_s" in store.sources  # a measured 0 cites its run
+    w = workload_of(load("all-reduce"), 2, {"size_bytes": KIB256})
+    ll = predict(w, written.system(2), Mechanism.SM_STORE, Schedule.SERIAL, 128, Protocol.LL).t_s
+    assert ll == pytest.approx(_bare_prediction_s("sm-store", KIB256, Protocol.LL))
+    assert "beyond α: sm-store 0 ns" in CliRunner().invoke(app, ["topology", "show", str(topo_file)]).output
 
 
 def test_calibrate_without_usable_records_fails_in_one_line(tmp_path):

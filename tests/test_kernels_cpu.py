@@ -41,6 +41,8 @@ def test_pkroof_implementations_declare_valid_pairs():
         assert pair is not None, name
         assert Mechanism(pair["mechanism"]) is not Mechanism.MULTIMEM  # never shipped: nobody here can run it
         assert Schedule(pair["schedule"]) in Schedule
+        if pair["schedule"] == "serial":  # a collective is predicted with the algorithm it runs, not the cheapest
+            assert pair["algorithm"] == ("two-shot" if name == "pkroof-two-shot" else "one-shot"), name
 
 
 def test_inter_sm_communication_ctas_follow_the_inner_size(monkeypatch):
@@ -264,6 +266,7 @@ def test_profile_runs_the_small_message_kernels_unasked_only_at_their_sizes(tmp_
     by_impl = {r["impl"]: r for r in written[256 << 10]}
     ll, push = by_impl["pkroof-one-shot-ll"], by_impl["pkroof-one-shot-push"]
     assert ll["protocol"] == "ll" and "protocol" not in push
+    assert ll["algorithm"] == push["algorithm"] == "one-shot"
     w = prof.workload_of(load("all-reduce"), 2, {"size_bytes": 256 << 10})
     system = resolve("h200x2").system(2)
     expected = predict(w, system, Mechanism.SM_STORE, Schedule.SERIAL, ll["comm_sms"], Protocol.LL).t_s

@@ -167,6 +167,8 @@ def test_declared_pairs_get_the_models_prediction_beside_them(tmp_path):
         declare(mechanism="sm-store", schedule="inter-sm", protocol="ll")
     with pytest.raises(ValueError):
         declare(mechanism="sm-store", schedule="serial", protocol="ll128")
+    with pytest.raises(ValueError):
+        declare(mechanism="sm-store", schedule="serial", algorithm="three-shot")
     written, _ = _run(tmp_path, ["declared_pair"])
     ref, mine = written
     assert (ref["mechanism"], ref["schedule"]) == ("nccl", "serial")  # PyTorch + NCCL is the serial baseline

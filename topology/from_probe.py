@@ -14,7 +14,7 @@ from pkroof.rooflines.bound import nccl_traffic
 
 from .discover import Discovery
 from .fit import CtaFit, SizeFit, efficient_size_bytes, envelope_cta_sweep, envelope_regimes, envelope_size_sweep
-from .model import GPU, NIC, CollectiveFit, Curve, Fit, MechanismSpec, Probe, ScaleUp, Source, Topology
+from .model import GPU, NIC, CollectiveFit, Curve, Fit, MechanismSpec, Probe, ScaleUp, Source, Topology, set_numbers
 from .nvml import NA
 
 ARCH = {(8, 0): "ampere", (8, 6): "ampere", (8, 9): "ada", (9, 0): "hopper", (10, 0): "blackwell"}
@@ -371,7 +371,7 @@ def _kept_handoffs(fresh: dict[str, MechanismSpec], before: dict[str, MechanismS
         old = before.get(name)
         if old is None or not spec.available:
             continue
-        kept = {f: getattr(old, f) for f in CALIBRATED if getattr(old, f)}
+        kept = {f: getattr(old, f) for f in CALIBRATED if f in set_numbers(old)}
         if kept:
             sources = spec.sources | {f: old.sources[f] for f in kept}
             out[name] = dataclasses.replace(spec, **kept, sources=sources)

@@ -31,12 +31,14 @@ class Source:
             raise ValueError("cite: must say where the number comes from")
 
 
-def _numbers(record: object) -> list[str]:
-    """Names of the numeric fields of a record that hold a number (0 and None mean 'not set')."""
+def set_numbers(record: object) -> list[str]:
+    """Names of the numeric fields of a record that hold a number (None means 'not set', and so does 0 where the
+    field's default is 0)."""
     out = []
     for f in dataclasses.fields(record):
         value = getattr(record, f.name)
-        if f.name != "sources" and not isinstance(value, bool) and isinstance(value, (int, float, dict)) and value:
+        number = not isinstance(value, bool) and isinstance(value, (int, float, dict))
+        if f.name != "sources" and number and (value or (f.default is None and value is not None)):
             out.append(f.name)
     return out
 
@@ -50,7 +52,7 @@ def _check_record(record: object, *, positive: tuple[str, ...], sourced: bool = 
         value = getattr(record, f.name)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
             raise ValueError(f"{f.name}: must not be negative, got {value}")
-    for name in _numbers(record):
+    for name in set_numbers(record):
         if sourced and name not in record.sources:
             raise ValueError(f"sources.{name}: missing (every number says where it comes from)")
     unknown = set(record.sources) - {f.name for f in dataclasses.fields(record)}
@@ -149,8 +151,9 @@ class MechanismSpec:
     # launch): the median excess of small fused kernels (pkroof topology calibrate); {}: not measured
     overlap_s: dict[str, float] = field(default_factory=dict)
     # the hand-off of a collective by the LL protocol (each word beside its flag, no release): measured like
-    # handoff_s from LL kernels (pkroof topology calibrate); 0: not measured, so LL is charged handoff_s
-    ll_handoff_s: float = 0.0
+    # handoff_s from LL kernels (pkroof topology calibrate; 0 is a measurement); None: not measured, so LL is
+    # charged handoff_s
+    ll_handoff_s: float | None = None
 
     def __post_init__(self) -> None:
         for schedule, seconds in self.overlap_s.items():
