@@ -67,6 +67,9 @@
 #                                                  and the LL kernels (2026-12-01-low-latency.md): up to 1 MiB and
 #                                                  the decode GEMV + all-reduce at llama3-70b-tp8
 #   bash benchmarks/device_run_kernels.sh inplace-short  the same at 256 KiB and 16 KiB and the decode GEMV (≤ 280 s)
+#   bash benchmarks/device_run_kernels.sh ll       (written 2026-12-01, not yet run) all-gather, reduce-scatter and
+#                                                  all-to-all at 256 KiB and 16 KiB: their LL kernels beside the push
+#                                                  kernels and NCCL (≤ 420 s)
 #   bash benchmarks/device_run_kernels.sh small    all-gather and all-to-all at 256 KiB with 2 ms graph samples
 #   bash benchmarks/device_run_kernels.sh time     the issue-5 evidence: collectives at 64 MiB and 256 KiB beside
 #                                                  NCCL and torch symm_mem, GEMM + all-reduce, emulated-rank tests
@@ -346,6 +349,9 @@ elif [ "$1" = inplace-short ]; then  # what fits in 300 s of device time: the tw
   step inplace-256KiB 120 all-reduce --size 256KiB
   step inplace-16KiB 100 all-reduce --size 16KiB
   step decode-70b 60 decode-gemv-all-reduce --shape llama3-70b-tp8
+elif [ "$1" = ll ]; then
+  step ll-256KiB 240 all-gather reduce-scatter all-to-all --size 256KiB
+  step ll-16KiB 180 all-gather reduce-scatter all-to-all --size 16KiB
 elif [ "$1" = inplace ]; then
   for size in 16KiB 256KiB 1MiB; do
     step "inplace-$size" 120 all-reduce --size $size

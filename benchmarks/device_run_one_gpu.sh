@@ -23,6 +23,8 @@
 #   bash benchmarks/device_run_one_gpu.sh thirteenth the LL GPU tests again, after the kernels declared their protocol
 #                                                 (pkroof profile refuses fewer than 2 ranks, so the records' path
 #                                                 waits for 2 GPUs; a CPU test covers it with stubbed ranks)
+#   bash benchmarks/device_run_one_gpu.sh thirteenth2 the LL all-gather, reduce-scatter and all-to-all too: every LL GPU
+#                                                 test (phased, concurrent, the 1-rank group), then ll_local at 128 CTAs
 set -u
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | grep -v WARNING | tail -2
@@ -67,6 +69,10 @@ elif [ "$1" = twelfth ]; then
 elif [ "$1" = thirteenth ]; then
   timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py -k "test_ll_" 2>&1 \
     | tee "$OUT/ll-tests.log" | tail -4
+elif [ "$1" = thirteenth2 ]; then
+  timeout 400 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py -k "test_ll_" 2>&1 \
+    | tee "$OUT/ll-tests.log" | tail -8
+  timeout 100 python3 benchmarks/ll_local.py --ctas 128 2>&1 | grep -v Warning | tee "$OUT/ll-local-128.log"
 elif [ "$1" = tenth6 ]; then
   timeout 150 python3 benchmarks/kernels_sweep.py 64MiB --ce-chunks 0 --ce-local sm,sm16,dma,none --ce-calls 3 \
     --ce-streams 1,2 2>&1 | grep -v Warning | tee "$OUT/sweep-one-rank.log"

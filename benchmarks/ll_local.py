@@ -39,7 +39,7 @@ def ll_runner(xs, outs, ctas: int):
     out_words = [o.view(torch.int32) for o in outs]
 
     def run(r: int) -> None:
-        ll.launch(words[r], out_words[r], table, calls[r], r, WORLD, xs[r].dtype, ctas=ctas)
+        ll.launch("all-reduce", words[r], out_words[r], table, calls[r], r, WORLD, xs[r].dtype, ctas=ctas)
 
     run.keep = inboxes  # the table holds raw addresses: the buffers must live as long as the kernel runs
     return run

@@ -1,4 +1,5 @@
-"""A low-latency (LL) all-reduce for small messages: the data carries its own flag.
+"""Low-latency (LL) collectives for small messages (all-reduce, all-gather, reduce-scatter, all-to-all, one-shot
+pushes): the data carries its own flag.
 
 collectives.py hands each tile over with a flag: every thread stores its data into the peer's inbox, then one
 thread raises the peer's flag with a system-scope release store, which may only go once the CTA's data stores are
@@ -11,9 +12,13 @@ ordinary (16-byte vector) stores; the receiver polls the lines themselves with v
 its tile carries this call's flag. No fence, no separate flag: one trip one way, at twice the bytes on the link.
 It is NCCL's LL protocol, and it relies on what NCCL's does: an aligned 8-byte store arrives whole.
 
-Layout: every rank's inbox holds [parity 2][source rank WORLD][L lines] int64 (L: the words of the message rounded
-up to 64). Call c (a per-CTA counter, the same on every rank) writes parity c % 2 with flag c + 1, so a line left
-from call c - 2 (flag c - 1) or never written (the inbox starts zeroed) never passes. A rank writes parity h again
+Every rank stores its lines straight into every peer's inbox: the all-reduce and all-gather send all of x to each
+peer, the reduce-scatter and all-to-all chunk p to peer p; a receiver sums what came from every rank (all-reduce,
+reduce-scatter: its own chunk) or places each rank's words in that rank's slot (all-gather, all-to-all).
+
+Layout: every rank's inbox holds [parity 2][source rank WORLD][L lines] int64 (L: the words one rank sends a peer,
+rounded up to 64). Call c (a per-CTA counter, the same on every rank) writes parity c % 2 with flag c + 1, so a line
+left from call c - 2 (flag c - 1) or never written (the inbox starts zeroed) never passes. A rank writes parity h again
 only in call c + 2, which it starts after finishing call c + 1; that needed the peer's call-(c + 1) lines, which
 the peer sent after finishing call c, its last read of parity h. Sums run over the ranks in rank order in fp32, so
 every rank's output is the same.
@@ -22,6 +27,7 @@ every rank's output is the same.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
@@ -77,12 +83,17 @@ def _pack(lo, hi, DTYPE: tl.constexpr):
 
 
 @triton.jit(do_not_specialize=["rank"])  # one binary for every rank (rank 1 would get its own; see below)
-def _ll_all_reduce_kernel(
+def _ll_kernel(
     x, out, table, calls, rank, n_words, lines, n_tiles, grid,
     DTYPE: tl.constexpr, WORLD: tl.constexpr, BLOCK: tl.constexpr, PHASE: tl.constexpr,
+    CHUNKED: tl.constexpr, REDUCE: tl.constexpr,
 ):  # fmt: skip
-    # x, out: int32 words. PHASE 0 is the real thing; 1 (send only) and 2 (receive only) let tests run emulated
-    # ranks one after another on one GPU or in the interpreter: every rank's phase 1, then every rank's phase 2.
+    # x, out: int32 words; n_words: the words one rank sends each peer. CHUNKED: x holds WORLD chunks of n_words and
+    # peer p gets chunk p (reduce-scatter, all-to-all), else every peer gets all of x (all-reduce, all-gather).
+    # REDUCE: out is the fp32 sum, in rank order, of the n_words from every rank (all-reduce, reduce-scatter), else
+    # out holds WORLD slots of n_words, slot p what rank p sent (all-gather, all-to-all).
+    # PHASE 0 is the real thing; 1 (send only) and 2 (receive only) let tests run emulated ranks one after another
+    # on one GPU or in the interpreter: every rank's phase 1, then every rank's phase 2.
     # Ranks emulated side by side on one GPU share this binary. Compiled apart (Triton specialises an argument
     # equal to 1, or a multiple of 16), rank 1's first launch compiled and loaded a module while rank 0's kernel
     # polled, and on the H200 all 6 concurrent cases then timed out or came back wrong: the load evidently waits
@@ -96,16 +107,19 @@ def _ll_all_reduce_kernel(
         for tile in range(cta, n_tiles, grid):
             offs = tile * BLOCK + lanes
             mask = offs < n_words
-            line = flag | (tl.load(x + offs, mask=mask).to(tl.int64) & 0xFFFFFFFF)
+            if not CHUNKED:
+                line = flag | (tl.load(x + offs, mask=mask).to(tl.int64) & 0xFFFFFFFF)
             for p in tl.static_range(WORLD):
                 if p != rank:
+                    if CHUNKED:
+                        line = flag | (tl.load(x + p * n_words + offs, mask=mask).to(tl.int64) & 0xFFFFFFFF)
                     tl.store(_lines(table, p) + half + rank * lines + offs, line, mask=mask)
     if PHASE != 1:
         inbox = _lines(table, rank) + half
         for tile in range(cta, n_tiles, grid):
             offs = tile * BLOCK + lanes
             mask = offs < n_words
-            own = tl.load(x + offs, mask=mask)
+            own = tl.load(x + rank * n_words * CHUNKED + offs, mask=mask)
             acc_lo = tl.zeros([BLOCK], dtype=tl.float32)
             acc_hi = tl.zeros([BLOCK], dtype=tl.float32)
             for p in tl.static_range(WORLD):
@@ -117,10 +131,15 @@ def _ll_all_reduce_kernel(
                 while (tl.min(((line & -4294967296) == flag).to(tl.int32)) == 0) & (polls < _POLLS):
                     line = tl.load(inbox + p * lines + offs, mask=peer, other=flag, volatile=True)
                     polls += 1
-                lo, hi = _unpack(tl.where(peer, line.to(tl.int32), own), DTYPE)
-                acc_lo += lo
-                acc_hi += hi
-            tl.store(out + offs, _pack(acc_lo, acc_hi, DTYPE), mask=mask)
+                word = tl.where(peer, line.to(tl.int32), own)
+                if REDUCE:
+                    lo, hi = _unpack(word, DTYPE)
+                    acc_lo += lo
+                    acc_hi += hi
+                else:
+                    tl.store(out + p * n_words + offs, word, mask=mask)
+            if REDUCE:
+                tl.store(out + offs, _pack(acc_lo, acc_hi, DTYPE), mask=mask)
         tl.store(calls + cta, (call + 1) & 0x3FFFFFFF)  # a call ends after its receive phase; the count wraps at 2^30
         # (even, so parities still alternate), never reaching int32's sign bit
 
@@ -137,66 +156,112 @@ def inbox_lines(n_words: int) -> int:
     return -(-n_words // 64) * 64
 
 
-def launch(words, out, table, calls, rank: int, world: int, dtype: torch.dtype, *, ctas: int, phase: int = 0) -> None:
-    """One rank's kernel: `words`/`out` are int32 views of the input and output, `table` the int64 addresses of every
-    rank's inbox (real peers, or emulated ranks' buffers in the tests, run with phase 1 then 2)."""
-    n_words = words.numel()
+# kind: (CHUNKED, REDUCE) as the kernel reads them
+KINDS = {"all-reduce": (0, 1), "all-gather": (0, 0), "reduce-scatter": (1, 1), "all-to-all": (1, 0)}
+
+
+def launch(
+    kind: str, words, out, table, calls, rank: int, world: int, dtype: torch.dtype, *, ctas: int, phase: int = 0
+) -> None:
+    """One rank's kernel of collective `kind`: `words` is the input as words_of() lays it out, `out` int32 words
+    (output_of() reads them), `table` the int64 addresses of every rank's inbox (real peers, or emulated ranks'
+    buffers in the tests, run with phase 1 then 2)."""
+    chunked, reduce = KINDS[kind]
+    n_words = words.numel() // (world if chunked else 1)
     block, n_tiles, grid = tiling(n_words, ctas)
-    _ll_all_reduce_kernel[(grid,)](
+    _ll_kernel[(grid,)](
         words, out, table, calls, rank, n_words, inbox_lines(n_words), n_tiles, grid,
-        DTYPE=_CODE[dtype], WORLD=world, BLOCK=block, PHASE=phase, num_warps=4,
+        DTYPE=_CODE[dtype], WORLD=world, BLOCK=block, PHASE=phase, CHUNKED=chunked, REDUCE=reduce, num_warps=4,
     )  # fmt: skip
 
 
-def words_of(x: torch.Tensor) -> torch.Tensor:
-    """x as 16-byte aligned int32 words (a copy, zero-padded to a whole word, where x is not that already)."""
-    flat = x.reshape(-1)
-    pad = -flat.numel() % PACK[x.dtype]
-    if pad or flat.data_ptr() % 16:
-        flat = torch.cat([flat, flat.new_zeros(pad)])
+def words_of(x: torch.Tensor, chunks: int = 1) -> torch.Tensor:
+    """x as 16-byte aligned int32 words, in `chunks` equal chunks of whole words (each chunk zero-padded to a whole
+    word): a copy where x is not laid out so already."""
+    rows = x.reshape(chunks, -1)
+    pad = -rows.shape[1] % PACK[x.dtype]
+    flat = (torch.nn.functional.pad(rows, (0, pad)) if pad else rows).reshape(-1)
+    if flat.data_ptr() % 16:
+        flat = flat.clone()  # a fresh allocation: aligned
     return flat.view(torch.int32)
+
+
+def output_of(kind: str, out: torch.Tensor, x: torch.Tensor, world: int) -> torch.Tensor:
+    """The collective's result from the kernel's int32 `out`: the all-reduce shaped like x, the others 1-D (the
+    sum of this rank's chunk, or every rank's slot after another), each chunk's padding dropped."""
+    chunked, reduce = KINDS[kind]
+    elems = x.numel() // world if chunked else x.numel()
+    values = out.view(x.dtype)
+    if reduce:
+        return values[:elems].view_as(x) if kind == "all-reduce" else values[:elems]
+    return values.view(world, -1)[:, :elems].reshape(-1)
+
+
+def _checked(kind: str, x: torch.Tensor, world: int) -> None:
+    name = f"LL {kind}"
+    if x.dtype not in PACK:
+        raise ValueError(f"{name}: {x.dtype} is not supported (fp32, bf16, fp16)")
+    if x.numel() * x.element_size() > MAX_BYTES:
+        raise ValueError(
+            f"{name}: {x.numel() * x.element_size()} bytes is over its {MAX_BYTES >> 20} MiB limit (the inbox holds "
+            "4x the message per peer); use the push kernels (pkroof-*-push) for large messages"
+        )
+    if KINDS[kind][0] and x.numel() % world:
+        raise ValueError(f"{name}: {x.numel()} elements do not split into {world} equal chunks")
+
+
+def collective(kind: str, x: torch.Tensor, *, ctas: int = CTAS_LL, group: dist.ProcessGroup | None = None):
+    """Collective `kind` (all-reduce, all-gather, reduce-scatter, all-to-all) of every rank's x, as a new tensor, by
+    the LL protocol, one-shot: every rank stores its lines straight into every peer's inbox."""
+    ws = workspace(group)
+    _checked(kind, x, ws.world)
+    chunked, reduce = KINDS[kind]
+    if x.numel() == 0:
+        return output_of(kind, torch.empty(0, dtype=torch.int32, device=x.device), x, ws.world)
+    words = words_of(x, ws.world if chunked else 1)
+    n_words = words.numel() // (ws.world if chunked else 1)
+    # an inbox and counters per (collective, words per peer, grid): which CTA takes which tile, and so each CTA's call
+    # count, depends on all three; sharing them across grids let a CTA accept lines another grid's CTA left behind
+    grid = tiling(n_words, ctas)[2]
+    name = f"{kind}-ll-{n_words}-{grid}"
+    _, table = ws.zeroed_buffer(name, 2 * ws.world * inbox_lines(n_words), torch.int64)
+    calls = ws.counter((name,), MAX_CTAS)
+    out = torch.empty(n_words * (1 if reduce else ws.world), dtype=torch.int32, device=x.device)
+    launch(kind, words, out, table, calls, ws.rank, ws.world, x.dtype, ctas=ctas)
+    return output_of(kind, out, x, ws.world)
 
 
 def all_reduce(x: torch.Tensor, *, ctas: int = CTAS_LL, group: dist.ProcessGroup | None = None) -> torch.Tensor:
     """The sum of every rank's x, as a new tensor, by the LL protocol."""
-    if x.dtype not in PACK:
-        raise ValueError(f"LL all-reduce: {x.dtype} is not supported (fp32, bf16, fp16)")
-    if x.numel() * x.element_size() > MAX_BYTES:
-        raise ValueError(
-            f"LL all-reduce: {x.numel() * x.element_size()} bytes is over its {MAX_BYTES >> 20} MiB limit "
-            "(the inbox holds 4x the message per peer); use pkroof-one-shot-push for large messages"
-        )
-    if x.numel() == 0:
-        return x.clone()
-    ws = workspace(group)
-    words = words_of(x)
-    n_words = words.numel()
-    # an inbox and counters per (message size, grid): which CTA takes which tile, and so each CTA's call count,
-    # depends on both; sharing them across grids let a CTA accept lines another grid's CTA left behind
-    grid = tiling(n_words, ctas)[2]
-    name = f"all-reduce-ll-{n_words}-{grid}"
-    _, table = ws.zeroed_buffer(name, 2 * ws.world * inbox_lines(n_words), torch.int64)
-    calls = ws.counter((name,), MAX_CTAS)
-    out = torch.empty_like(words)
-    launch(words, out, table, calls, ws.rank, ws.world, x.dtype, ctas=ctas)
-    return out.view(x.dtype)[: x.numel()].view_as(x)
+    return collective("all-reduce", x, ctas=ctas, group=group)
 
 
-def ctas_used(x: torch.Tensor, ctas: int = CTAS_LL) -> int:
-    """The CTAs the LL all-reduce of x takes: about one tile each, so small messages take fewer than `ctas`."""
-    return tiling(-(-x.numel() // PACK[x.dtype]), ctas)[2]
+def ctas_used(kind: str, x: torch.Tensor, world: int, ctas: int = CTAS_LL) -> int:
+    """The CTAs the LL collective of x takes: about one tile each, so small messages take fewer than `ctas`."""
+    elems = x.numel() // world if KINDS[kind][0] else x.numel()
+    return tiling(-(-elems // PACK[x.dtype]), ctas)[2]
 
 
-@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_LL, protocol="ll", algorithm="one-shot")
-def all_reduce_one_shot_ll(x: torch.Tensor) -> torch.Tensor:
-    """One-shot push all-reduce by the LL protocol (built-in `pkroof-one-shot-ll`)."""
-    report_comm_sms(all_reduce_one_shot_ll, ctas_used(x))
-    return all_reduce(x)
+def _ll(kind: str) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The built-in implementation of `kind` by the LL protocol, declaring its pair and reporting its CTAs."""
+
+    @declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_LL, protocol="ll", algorithm="one-shot")
+    def run(x: torch.Tensor) -> torch.Tensor:
+        report_comm_sms(run, ctas_used(kind, x, workspace().world))
+        return collective(kind, x)
+
+    return run
+
+
+all_reduce_one_shot_ll = _ll("all-reduce")  # built-in pkroof-one-shot-ll
+all_gather_ll = _ll("all-gather")  # pkroof-all-gather-ll
+reduce_scatter_ll = _ll("reduce-scatter")  # pkroof-reduce-scatter-ll
+all_to_all_ll = _ll("all-to-all")  # pkroof-all-to-all-ll
 
 
 @declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_LL, protocol="ll", algorithm="one-shot")
 def gemv_all_reduce_ll(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """Decode-time row-parallel GEMV, then the LL all-reduce of its output (built-in `pkroof-gemv-ar-ll`)."""
     y = torch.nn.functional.linear(x, weight)
-    report_comm_sms(gemv_all_reduce_ll, ctas_used(y))
+    report_comm_sms(gemv_all_reduce_ll, ctas_used("all-reduce", y, 1))
     return all_reduce(y)

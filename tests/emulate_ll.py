@@ -1,4 +1,4 @@
-"""The LL all-reduce (kernels/low_latency.py) with N ranks emulated in one process.
+"""The LL collectives (kernels/low_latency.py) with N ranks emulated in one process.
 
 Two ways:
 - phased (CPU through Triton's interpreter, or a GPU): every rank sends, then every rank receives, for three calls
@@ -9,8 +9,10 @@ Two ways:
   every rank's kernel fits on the GPU beside the others (a rank whose kernel could not start would leave its
   peers polling until MAX_POLLS, and the outputs wrong).
 
-Expected values: each rank's input in fp32, summed, rounded once to the dtype (the kernel sums in rank order in
-fp32). Every rank's output must also be bit-identical to rank 0's.
+Expected values, by each collective's definition: the all-reduce, each rank's input in fp32, summed, rounded once to
+the dtype (the kernel sums in rank order in fp32), and every rank's output bit-identical to rank 0's; the
+reduce-scatter, rank r's the same of every rank's chunk r; the all-gather every rank's input after another, and the
+all-to-all rank r's chunk of every rank after another, both exactly.
 
     python tests/emulate_ll.py             # the phased cases on CPU, in the interpreter; exits 1 on the first mismatch
     python tests/emulate_ll.py --one-rank  # the host path (workspace, padding, graphs) on a 1-rank NCCL group, GPU 0
@@ -21,10 +23,12 @@ from __future__ import annotations
 import os
 import sys
 
+KINDS = ["all-reduce", "all-gather", "reduce-scatter", "all-to-all"]
 DTYPES = ["float32", "bfloat16", "float16"]
 WORLDS = [1, 2, 3, 4, 8]
-# (elements, CTAs): 5 elements (one masked tile, an odd count of half-type elements: a padded word); 20483
-# elements over 2 CTAs (bf16: 10242 words in three 4096-word tiles, so CTA 0 takes two and the last is partial)
+# (elements per rank and peer, CTAs): 5 elements (one masked tile, an odd count of half-type elements: a padded
+# word); 20483 over 2 CTAs (bf16: 10242 words in three 4096-word tiles, so CTA 0 takes two and the last is partial).
+# The reduce-scatter and all-to-all inputs hold a chunk of that many elements per rank.
 CASES = [(5, 4), (5 * 4096 + 3, 2)]
 TOLERANCE = {"float32": (1e-5, 1e-5), "bfloat16": (1.6e-2, 1e-2), "float16": (2e-3, 2e-3)}  # (rtol, atol)
 
@@ -44,79 +48,113 @@ class Ranks:
         self.calls = [torch.zeros(MAX_CTAS, dtype=torch.int32, device=device) for _ in range(world)]
 
 
-def _check(xs, outs, dtype_name: str, what: str) -> None:
+def expected(kind: str, xs: list) -> list:
+    """Every rank's output of `kind` for inputs xs (one per rank), by the collective's definition."""
     import torch
 
-    want = torch.stack(xs).float().sum(0).to(xs[0].dtype)
-    rtol, atol = TOLERANCE[dtype_name]
-    for r, out in enumerate(outs):
+    world = len(xs)
+    chunks = [x.reshape(world, -1) for x in xs] if kind in ("reduce-scatter", "all-to-all") else []
+    match kind:
+        case "all-reduce":
+            return [torch.stack(xs).float().sum(0).to(xs[0].dtype)] * world
+        case "all-gather":
+            return [torch.cat([x.reshape(-1) for x in xs])] * world
+        case "reduce-scatter":
+            return [torch.stack([c[r] for c in chunks]).float().sum(0).to(xs[0].dtype) for r in range(world)]
+        case "all-to-all":
+            return [torch.cat([c[r] for c in chunks]) for r in range(world)]
+    raise AssertionError(kind)
+
+
+def _check(kind: str, xs, outs, dtype_name: str, what: str) -> None:
+    import torch
+
+    rtol, atol = TOLERANCE[dtype_name] if kind in ("all-reduce", "reduce-scatter") else (0.0, 0.0)
+    for r, (out, want) in enumerate(zip(outs, expected(kind, xs), strict=True)):
+        assert out.shape == want.shape, f"{what}, rank {r}: shape {tuple(out.shape)}, want {tuple(want.shape)}"
         bad = ~torch.isclose(out.float(), want.float(), rtol=rtol, atol=atol)
         where = bad.nonzero().flatten()[:8].tolist()
         assert not bad.any(), (
             f"{what}, rank {r}: {int(bad.sum())} of {bad.numel()} wrong, first at {where}: "
-            f"got {out[where].tolist()}, want {want[where].tolist()}"
+            f"got {out.reshape(-1)[where].tolist()}, want {want.reshape(-1)[where].tolist()}"
         )
-        assert torch.equal(out.view(-1).view(torch.int8), outs[0].view(-1).view(torch.int8)), (
-            f"{what}: rank {r}'s output differs from rank 0's"
-        )
+        if kind == "all-reduce":
+            assert torch.equal(out.view(-1).view(torch.int8), outs[0].view(-1).view(torch.int8)), (
+                f"{what}: rank {r}'s output differs from rank 0's"
+            )
 
 
-def _inputs(world: int, n: int, dtype_name: str, calls: int, device: str):
+def _inputs(kind: str, world: int, n: int, dtype_name: str, calls: int, device: str):
+    """`calls` sets of every rank's input: n elements, or a chunk of n per rank (reduce-scatter, all-to-all)."""
     import torch
 
     g = torch.Generator(device="cpu").manual_seed(world * 1000 + n)
     dtype = getattr(torch, dtype_name)
-    return [[torch.randn(n, generator=g).to(dtype).to(device) for _ in range(world)] for _ in range(calls)]
+    numel = n * world if kind in ("reduce-scatter", "all-to-all") else n
+    return [[torch.randn(numel, generator=g).to(dtype).to(device) for _ in range(world)] for _ in range(calls)]
 
 
-def _output(words, like):
-    import torch
+class Call:
+    """One call's every rank: input words, output words (0xFFFFFFFF: NaN in every dtype, so unwritten fails)."""
 
-    return words.view(like.dtype)[: like.numel()] if words.numel() else torch.empty_like(like)
+    def __init__(self, kind: str, xs: list):
+        import torch
+
+        from pkroof.kernels import low_latency as ll
+
+        self.kind, self.xs, world = kind, xs, len(xs)
+        chunked, reduce = ll.KINDS[kind]
+        self.words = [ll.words_of(x, world if chunked else 1) for x in xs]
+        self.n_words = self.words[0].numel() // (world if chunked else 1)
+        self.outs = [torch.full((self.n_words * (1 if reduce else world),), -1, dtype=torch.int32,
+                                device=x.device) for x in xs]  # fmt: skip
+
+    def results(self) -> list:
+        from pkroof.kernels import low_latency as ll
+
+        return [ll.output_of(self.kind, o, x, len(self.xs)) for o, x in zip(self.outs, self.xs, strict=True)]
 
 
-def emulate_phased(world: int, n: int, dtype_name: str, ctas: int, device: str, calls: int = 3) -> None:
+def emulate_phased(kind: str, world: int, n: int, dtype_name: str, ctas: int, device: str, calls: int = 3) -> None:
     """`calls` consecutive calls, fresh inputs each, every rank's send then every rank's receive."""
-    import torch
-
     from pkroof.kernels import low_latency as ll
 
-    for call, xs in enumerate(_inputs(world, n, dtype_name, calls, device)):
-        words = [ll.words_of(x) for x in xs]
-        if call == 0:
-            ranks = Ranks(world, words[0].numel(), device)
-        outs = [torch.full_like(w, -1) for w in words]  # 0xFFFFFFFF: NaN in every dtype, so unwritten fails
+    for c, xs in enumerate(_inputs(kind, world, n, dtype_name, calls, device)):
+        call = Call(kind, xs)
+        if c == 0:
+            ranks = Ranks(world, call.n_words, device)
         for phase in (1, 2):
             for r in range(world):
-                ll.launch(words[r], outs[r], ranks.table, ranks.calls[r], r, world, xs[r].dtype, ctas=ctas,
-                          phase=phase)  # fmt: skip
-        _check(xs, [_output(o, x) for o, x in zip(outs, xs, strict=True)], dtype_name,
-               f"LL all-reduce {dtype_name} phased, {world} ranks, {n} elements, call {call}")  # fmt: skip
+                ll.launch(kind, call.words[r], call.outs[r], ranks.table, ranks.calls[r], r, world, xs[r].dtype,
+                          ctas=ctas, phase=phase)  # fmt: skip
+        _check(kind, xs, call.results(), dtype_name,
+               f"LL {kind} {dtype_name} phased, {world} ranks, {n} elements, call {c}")  # fmt: skip
 
 
-def emulate_concurrent(world: int, n: int, dtype_name: str, ctas: int, calls: int = 40, graph: bool = False) -> None:
+def emulate_concurrent(
+    kind: str, world: int, n: int, dtype_name: str, ctas: int, calls: int = 40, graph: bool = False
+) -> None:
     """Every rank on its own stream, `calls` calls queued back to back on each, checked; with graph, then also
     captured once per rank in a CUDA graph (the counters advance on the device) and replayed twice, checked."""
     import torch
 
     from pkroof.kernels import low_latency as ll
 
-    sets = _inputs(world, n, dtype_name, calls, "cuda")
-    words = [[ll.words_of(x) for x in xs] for xs in sets]
-    outs = [[torch.full_like(w, -1) for w in ws] for ws in words]
-    ranks = Ranks(world, words[0][0].numel(), "cuda")
+    per_call = [Call(kind, xs) for xs in _inputs(kind, world, n, dtype_name, calls, "cuda")]
+    ranks = Ranks(world, per_call[0].n_words, "cuda")
     streams = [torch.cuda.Stream() for _ in range(world)]
 
     def run_rank(r: int) -> None:
-        for c in range(calls):
-            ll.launch(words[c][r], outs[c][r], ranks.table, ranks.calls[r], r, world, sets[c][r].dtype, ctas=ctas)
+        for call in per_call:
+            ll.launch(kind, call.words[r], call.outs[r], ranks.table, ranks.calls[r], r, world, call.xs[r].dtype,
+                      ctas=ctas)  # fmt: skip
 
     def check(what: str) -> None:
         torch.cuda.synchronize()
-        for c, xs in enumerate(sets):
-            _check(xs, [_output(o, x) for o, x in zip(outs[c], xs, strict=True)], dtype_name,
-                   f"LL all-reduce {dtype_name} {what}, {world} ranks, {n} elements, call {c}")  # fmt: skip
-        for o in (o for per_call in outs for o in per_call):
+        for c, call in enumerate(per_call):
+            _check(kind, call.xs, call.results(), dtype_name,
+                   f"LL {kind} {dtype_name} {what}, {world} ranks, {n} elements, call {c}")  # fmt: skip
+        for o in (o for call in per_call for o in call.outs):
             o.fill_(-1)
         torch.cuda.synchronize()
 
@@ -167,6 +205,9 @@ def one_rank_group() -> None:
             assert torch.equal(y, x) and y.data_ptr() != x.data_ptr(), (n, dtype)
         shifted = torch.randn(n + 1, generator=g, device="cuda").to(dtype)[1:]  # not 16-byte aligned: copied
         assert torch.equal(ll.all_reduce_one_shot_ll(shifted), shifted), (n, dtype, "shifted")
+        for fn in (ll.all_gather_ll, ll.reduce_scatter_ll, ll.all_to_all_ll):  # of one rank: its input, 1-D
+            for x in (shifted, torch.randn(n, generator=g, device="cuda").to(dtype)):
+                assert torch.equal(fn(x), x.reshape(-1)), (fn, n, dtype)
     static = torch.randn(128 << 10, generator=g, device="cuda").to(torch.bfloat16)
     ll.all_reduce_one_shot_ll(static)  # allocation and rendezvous are eager; then the calls capture
     graph = torch.cuda.CUDAGraph()
@@ -204,11 +245,12 @@ def main() -> int:
 
     _interpreter_ints()
     cases = 0
-    for dtype_name in DTYPES:
-        for world in WORLDS:
-            for n, ctas in CASES:
-                emulate_phased(world, n, dtype_name, ctas, device="cpu")
-                cases += 1
+    for kind in KINDS:
+        for dtype_name in DTYPES:
+            for world in WORLDS:
+                for n, ctas in CASES:
+                    emulate_phased(kind, world, n, dtype_name, ctas, device="cpu")
+                    cases += 1
     print(f"{cases} LL cases ok")
     return 0
 

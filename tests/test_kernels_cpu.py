@@ -171,11 +171,12 @@ def test_emulated_ranks_in_the_triton_interpreter():
     assert "5 inter-SM cases correct" in stdout  # GEMM + all-reduce inter-SM on 1, 2, 3, 4 and 8 ranks
 
 
-def test_ll_all_reduce_in_the_triton_interpreter():
-    # the LL all-reduce (kernels/low_latency.py), phased: fp32, bf16, fp16 × 1, 2, 3, 4, 8 ranks × (5 elements: one
-    # masked tile, a padded word for the half types; 20483 over 2 CTAs: three tiles, two on CTA 0, the last
-    # partial), three calls each (both inbox parities); every rank's output equal to rank 0's (tests/emulate_ll.py)
-    assert "30 LL cases ok" in _in_the_interpreter("emulate_ll.py")  # 3 dtypes × 5 world sizes × 2 cases
+def test_ll_collectives_in_the_triton_interpreter():
+    # the LL all-reduce, all-gather, reduce-scatter and all-to-all (kernels/low_latency.py), phased: fp32, bf16, fp16
+    # × 1, 2, 3, 4, 8 ranks × (5 elements per rank and peer: one masked tile, a padded word in every chunk of a half
+    # type; 20483 over 2 CTAs: three tiles, two on CTA 0, the last partial), three calls each (both inbox
+    # parities), against each collective's definition (tests/emulate_ll.py)
+    assert "120 LL cases ok" in _in_the_interpreter("emulate_ll.py")  # 4 kinds × 3 dtypes × 5 world sizes × 2 cases
 
 
 def test_ll_words_pad_half_types_to_whole_words():
@@ -193,8 +194,33 @@ def test_ll_words_pad_half_types_to_whole_words():
     # 16 KiB (a decode all-reduce) is 4096 words, 16 tiles of the smallest block
     assert ll.tiling(65536, 128) == (512, 128, 128)
     assert ll.tiling(4096, 128) == (256, 16, 16)
-    assert ll.ctas_used(torch.empty(8192, dtype=torch.bfloat16)) == 16
+    assert ll.ctas_used("all-reduce", torch.empty(8192, dtype=torch.bfloat16), 2) == 16
+    assert ll.ctas_used("all-to-all", torch.empty(8192, dtype=torch.bfloat16), 2) == 8  # 2048 words per peer
     assert ll.inbox_lines(65) == 128
+    # chunked inputs (reduce-scatter, all-to-all): each chunk padded to whole words on its own, so chunk p starts at
+    # word p·n; 2 chunks of 3 bf16 elements are 2 words each, [0 1 | 2 _] [3 4 | 5 _]
+    w = ll.words_of(torch.arange(6, dtype=torch.bfloat16), 2)
+    assert w.numel() == 4 and w.view(torch.bfloat16).tolist() == [0, 1, 2, 0, 3, 4, 5, 0]
+    # and back: an all-to-all's output slots drop their padding, an all-reduce keeps x's shape
+    x = torch.arange(6, dtype=torch.bfloat16)
+    assert ll.output_of("all-to-all", w, x, 2).tolist() == [0, 1, 2, 3, 4, 5]
+    assert ll.output_of("reduce-scatter", w, x, 2).tolist() == [0, 1, 2]
+    assert ll.output_of("all-reduce", ll.words_of(x.view(2, 3)), x.view(2, 3), 2).shape == (2, 3)
+
+
+def test_ll_collectives_refuse_what_they_cannot_do_in_one_line():
+    pytest.importorskip("triton")
+    import torch
+
+    from pkroof.kernels import low_latency as ll
+
+    for kind, x, world, why in [
+        ("reduce-scatter", torch.zeros(10, dtype=torch.bfloat16), 3, "do not split into 3 equal chunks"),
+        ("all-gather", torch.zeros(4, dtype=torch.int32), 2, "not supported"),
+        ("all-to-all", torch.empty(ll.MAX_BYTES // 2 + 2, dtype=torch.bfloat16), 2, "limit"),
+    ]:
+        with pytest.raises(ValueError, match=why):
+            ll._checked(kind, x, world)
 
 
 def test_shape_labels_say_what_was_set():

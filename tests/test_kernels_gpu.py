@@ -45,11 +45,12 @@ def test_emulated_ranks_gemm_all_reduce_inter_sm(world):
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
 @pytest.mark.parametrize("world", WORLDS)
-def test_ll_all_reduce_phased(world, dtype):
-    from emulate_ll import CASES, emulate_phased
+def test_ll_collectives_phased(world, dtype):
+    from emulate_ll import CASES, KINDS, emulate_phased
 
-    for n, ctas in CASES:  # the CPU test's cases (tests/emulate_ll.py)
-        emulate_phased(world, n, dtype, ctas, device="cuda")
+    for kind in KINDS:
+        for n, ctas in CASES:  # the CPU test's cases (tests/emulate_ll.py)
+            emulate_phased(kind, world, n, dtype, ctas, device="cuda")
 
 
 @pytest.mark.parametrize(
@@ -61,13 +62,14 @@ def test_ll_all_reduce_phased(world, dtype):
         (8, 5 * 4096 + 3, 8),
     ],
 )
-def test_ll_all_reduce_concurrent(world, n, ctas):
+@pytest.mark.parametrize("kind", ["all-reduce", "all-gather", "reduce-scatter", "all-to-all"])
+def test_ll_collectives_concurrent(kind, world, n, ctas):
     # the protocol itself: ranks' kernels side by side on streams of one GPU, 40 calls queued per rank, then the
-    # same captured in CUDA graphs and replayed twice (tests/emulate_ll.py)
+    # same captured in CUDA graphs and replayed twice (tests/emulate_ll.py); n elements per rank and peer
     from emulate_ll import emulate_concurrent
 
-    emulate_concurrent(world, n, "bfloat16", ctas, graph=True)
-    emulate_concurrent(world, n, "float32", ctas)
+    emulate_concurrent(kind, world, n, "bfloat16", ctas, graph=True)
+    emulate_concurrent(kind, world, n, "float32", ctas)
 
 
 def test_ll_all_reduce_host_path_on_a_one_rank_group():

@@ -131,21 +131,23 @@ def test_inter_sm_communication_is_16_byte_accesses_and_flags():
 
 
 @pytest.mark.parametrize("block", [256, 512, 4096])
-def test_ll_all_reduce_moves_whole_lines_and_has_no_fence(block):
+@pytest.mark.parametrize("kind", ["all-reduce", "all-gather", "reduce-scatter", "all-to-all"])
+def test_ll_collectives_move_whole_lines_and_have_no_fence(kind, block):
     # kernels/low_latency.py: data and flag share each 8-byte line, so the sends must be 8-byte (vector) stores and the
     # polls volatile 8-byte loads, never split into 4-byte halves a receiver could see apart; and nothing orders them
     # (no fence, no release): that is what the protocol saves over the flag hand-off
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from pkroof.kernels.low_latency import _ll_all_reduce_kernel
+    from pkroof.kernels.low_latency import KINDS, _ll_kernel
 
     names = ["x", "out", "table", "calls", "rank", "n_words", "lines", "n_tiles", "grid"]
     args = dict(zip(names, ["*i32", "*i32", "*i64", "*i32", "i32", "i32", "i32", "i32", "i32"], strict=True))
-    constants = {"DTYPE": 1, "WORLD": 4, "BLOCK": block, "PHASE": 0}
+    chunked, reduce = KINDS[kind]
+    constants = {"DTYPE": 1, "WORLD": 4, "BLOCK": block, "PHASE": 0, "CHUNKED": chunked, "REDUCE": reduce}
     aligned = {"x", "out", "table", "calls", "n_words", "lines"}  # as the launcher specialises 16-multiples
     attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(names) if name in aligned}
-    source = ASTSource(_ll_all_reduce_kernel, args | dict.fromkeys(constants, "constexpr"), constants, attrs=attrs)
+    source = ASTSource(_ll_kernel, args | dict.fromkeys(constants, "constexpr"), constants, attrs=attrs)
     ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"]
     sends = re.findall(r"st\.global[.\w]*\.b64", ptx)
     polls = re.findall(r"ld\.volatile\.global[.\w]*", ptx)
