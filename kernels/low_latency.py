@@ -40,7 +40,8 @@ from .symm import MAX_CTAS, MAX_POLLS, workspace
 _POLLS = tl.constexpr(MAX_POLLS)
 PACK = {torch.float32: 1, torch.bfloat16: 2, torch.float16: 2}  # elements per 4-byte word
 _CODE = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}  # how the kernel unpacks a word
-MAX_BYTES = 64 << 20  # refused above: the inbox holds 4x the message per peer, and LL is for small messages
+MAX_BYTES = 64 << 20  # a message refused above: LL is for small messages
+MAX_INBOX_BYTES = 512 << 20  # and one whose inbox (16 bytes per word per peer: 2 parities of 8-byte lines) is larger
 CTAS_LL = int(os.environ.get("PKROOF_CTAS_LL", 128))
 if CTAS_LL < 1:
     raise ValueError(f"PKROOF_CTAS_LL must be at least 1, got {CTAS_LL}")
@@ -181,8 +182,8 @@ def words_of(x: torch.Tensor, chunks: int = 1) -> torch.Tensor:
     rows = x.reshape(chunks, -1)
     pad = -rows.shape[1] % PACK[x.dtype]
     flat = (torch.nn.functional.pad(rows, (0, pad)) if pad else rows).reshape(-1)
-    if flat.data_ptr() % 16:
-        flat = flat.clone()  # a fresh allocation: aligned
+    if not flat.is_contiguous() or flat.data_ptr() % 16:  # the kernel reads dense words from a 16-byte boundary
+        flat = flat.clone(memory_format=torch.contiguous_format)  # a fresh allocation: dense and aligned
     return flat.view(torch.int32)
 
 
@@ -203,11 +204,18 @@ def _checked(kind: str, x: torch.Tensor, world: int) -> None:
         raise ValueError(f"{name}: {x.dtype} is not supported (fp32, bf16, fp16)")
     if x.numel() * x.element_size() > MAX_BYTES:
         raise ValueError(
-            f"{name}: {x.numel() * x.element_size()} bytes is over its {MAX_BYTES >> 20} MiB limit (the inbox holds "
-            "4x the message per peer); use the push kernels (pkroof-*-push) for large messages"
+            f"{name}: {x.numel() * x.element_size()} bytes is over its {MAX_BYTES >> 20} MiB limit (LL is for small "
+            "messages); use the push kernels (pkroof-*-push) for large messages"
         )
     if KINDS[kind][0] and x.numel() % world:
         raise ValueError(f"{name}: {x.numel()} elements do not split into {world} equal chunks")
+    per_peer = -(-(x.numel() // (world if KINDS[kind][0] else 1)) // PACK[x.dtype])
+    inbox = 2 * world * inbox_lines(per_peer) * 8
+    if inbox > MAX_INBOX_BYTES:
+        raise ValueError(
+            f"{name}: its inbox would take {inbox >> 20} MiB per rank on {world} ranks, over the "
+            f"{MAX_INBOX_BYTES >> 20} MiB limit; use the push kernels (pkroof-*-push) for large messages"
+        )
 
 
 def collective(kind: str, x: torch.Tensor, *, ctas: int = CTAS_LL, group: dist.ProcessGroup | None = None):
@@ -247,7 +255,9 @@ def _ll(kind: str) -> Callable[[torch.Tensor], torch.Tensor]:
 
     @declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_LL, protocol="ll", algorithm="one-shot")
     def run(x: torch.Tensor) -> torch.Tensor:
-        report_comm_sms(run, ctas_used(kind, x, workspace().world))
+        world = workspace().world
+        _checked(kind, x, world)  # before anything reads its dtype
+        report_comm_sms(run, ctas_used(kind, x, world))
         return collective(kind, x)
 
     return run

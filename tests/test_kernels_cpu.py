@@ -206,6 +206,13 @@ def test_ll_words_pad_half_types_to_whole_words():
     assert ll.output_of("all-to-all", w, x, 2).tolist() == [0, 1, 2, 3, 4, 5]
     assert ll.output_of("reduce-scatter", w, x, 2).tolist() == [0, 1, 2]
     assert ll.output_of("all-reduce", ll.words_of(x.view(2, 3)), x.view(2, 3), 2).shape == (2, 3)
+    # strided inputs are read as what they hold, not as the memory under them (a review's find: fp32 views passed
+    # straight to the kernel, which reads dense words)
+    base = torch.arange(16, dtype=torch.float32)
+    for x in (base[::2], base.view(4, 4)[:, :2], torch.arange(16, dtype=torch.bfloat16)[::2], base[:1].expand(4)):
+        w = ll.words_of(x)
+        assert w.is_contiguous() and w.data_ptr() % 16 == 0
+        assert w.view(x.dtype).tolist() == x.reshape(-1).tolist()
 
 
 def test_ll_collectives_refuse_what_they_cannot_do_in_one_line():
@@ -218,6 +225,8 @@ def test_ll_collectives_refuse_what_they_cannot_do_in_one_line():
         ("reduce-scatter", torch.zeros(10, dtype=torch.bfloat16), 3, "do not split into 3 equal chunks"),
         ("all-gather", torch.zeros(4, dtype=torch.int32), 2, "not supported"),
         ("all-to-all", torch.empty(ll.MAX_BYTES // 2 + 2, dtype=torch.bfloat16), 2, "limit"),
+        # 32 MiB of bf16 gathered on 8 ranks: 8 Mi words per peer, 2 parities × 8 slots × 8 Mi lines × 8 bytes = 1 GiB
+        ("all-gather", torch.empty(16 << 20, dtype=torch.bfloat16), 8, "inbox would take 1024 MiB"),
     ]:
         with pytest.raises(ValueError, match=why):
             ll._checked(kind, x, world)
