@@ -25,6 +25,8 @@
 #                                                 waits for 2 GPUs; a CPU test covers it with stubbed ranks)
 #   bash benchmarks/device_run_one_gpu.sh thirteenth2 the LL all-gather, reduce-scatter and all-to-all too: every LL GPU
 #                                                 test (phased, concurrent, the 1-rank group), then ll_local at 128 CTAs
+#   bash benchmarks/device_run_one_gpu.sh thirteenth3 ll_local for the LL all-gather, reduce-scatter and all-to-all,
+#                                                 then every LL GPU test again (after the strided-input fix)
 set -u
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | grep -v WARNING | tail -2
@@ -73,6 +75,13 @@ elif [ "$1" = thirteenth2 ]; then
   timeout 400 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py -k "test_ll_" 2>&1 \
     | tee "$OUT/ll-tests.log" | tail -8
   timeout 100 python3 benchmarks/ll_local.py --ctas 128 2>&1 | grep -v Warning | tee "$OUT/ll-local-128.log"
+elif [ "$1" = thirteenth3 ]; then
+  for kind in all-gather reduce-scatter all-to-all; do
+    timeout 100 python3 benchmarks/ll_local.py --kind $kind --ctas 128 2>&1 | grep -v Warning \
+      | tee "$OUT/ll-local-$kind.log"
+  done
+  timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py -k "test_ll_" 2>&1 \
+    | tee "$OUT/ll-tests.log" | tail -4
 elif [ "$1" = tenth6 ]; then
   timeout 150 python3 benchmarks/kernels_sweep.py 64MiB --ce-chunks 0 --ce-local sm,sm16,dma,none --ce-calls 3 \
     --ce-streams 1,2 2>&1 | grep -v Warning | tee "$OUT/sweep-one-rank.log"
