@@ -89,6 +89,8 @@ BUILTIN_IMPLS: dict[str, BuiltinImpl] = {
         {
             # data and flag in one 8-byte line (NCCL's LL protocol): for small messages, not yet timed on NVLink
             "pkroof-one-shot-ll": ("all_reduce_one_shot_ll", {"all-reduce"}, True, 1 << 20),
+            # for more than 2 ranks: at 2 it moves the one-shot's bytes in two steps
+            "pkroof-two-shot-ll": ("all_reduce_two_shot_ll", {"all-reduce"}, False),
             "pkroof-all-gather-ll": ("all_gather_ll", {"all-gather"}, True, 1 << 20),
             "pkroof-reduce-scatter-ll": ("reduce_scatter_ll", {"reduce-scatter"}, True, 1 << 20),
             "pkroof-all-to-all-ll": ("all_to_all_ll", {"all-to-all"}, True, 1 << 20),

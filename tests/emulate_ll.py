@@ -115,20 +115,41 @@ class Call:
         return [ll.output_of(self.kind, o, x, len(self.xs)) for o, x in zip(self.outs, self.xs, strict=True)]
 
 
-def emulate_phased(kind: str, world: int, n: int, dtype_name: str, ctas: int, device: str, calls: int = 3) -> None:
-    """`calls` consecutive calls, fresh inputs each, every rank's send then every rank's receive."""
+def _phased(call: Call, ranks: Ranks, ctas: int) -> list:
+    """One call of every rank, phased: every rank's send, then every rank's receive; every rank's result."""
     from pkroof.kernels import low_latency as ll
 
+    world = len(call.xs)
+    for phase in (1, 2):
+        for r in range(world):
+            ll.launch(call.kind, call.words[r], call.outs[r], ranks.table, ranks.calls[r], r, world, call.xs[r].dtype,
+                      ctas=ctas, phase=phase)  # fmt: skip
+    return call.results()
+
+
+def emulate_phased(kind: str, world: int, n: int, dtype_name: str, ctas: int, device: str, calls: int = 3) -> None:
+    """`calls` consecutive calls, fresh inputs each, every rank's send then every rank's receive."""
     for c, xs in enumerate(_inputs(kind, world, n, dtype_name, calls, device)):
         call = Call(kind, xs)
         if c == 0:
             ranks = Ranks(world, call.n_words, device)
-        for phase in (1, 2):
-            for r in range(world):
-                ll.launch(kind, call.words[r], call.outs[r], ranks.table, ranks.calls[r], r, world, xs[r].dtype,
-                          ctas=ctas, phase=phase)  # fmt: skip
-        _check(kind, xs, call.results(), dtype_name,
+        _check(kind, xs, _phased(call, ranks, ctas), dtype_name,
                f"LL {kind} {dtype_name} phased, {world} ranks, {n} elements, call {c}")  # fmt: skip
+
+
+def emulate_two_shot(world: int, n: int, dtype_name: str, ctas: int, device: str, calls: int = 3) -> None:
+    """The two-shot LL all-reduce as all_reduce_two_shot_ll composes it (its padding, an LL reduce-scatter, an LL
+    all-gather of the reduced chunks, the padding dropped), phased, checked as an all-reduce."""
+    from pkroof.kernels import low_latency as ll
+
+    for c, xs in enumerate(_inputs("all-reduce", world, n, dtype_name, calls, device)):
+        scatter = Call("reduce-scatter", [ll.padded_for_two_shot(x, world) for x in xs])
+        if c == 0:
+            ranks = {kind: Ranks(world, scatter.n_words, device) for kind in ("reduce-scatter", "all-gather")}
+        gather = Call("all-gather", _phased(scatter, ranks["reduce-scatter"], ctas))
+        outs = [full[:n].view_as(x) for full, x in zip(_phased(gather, ranks["all-gather"], ctas), xs, strict=True)]
+        _check("all-reduce", xs, outs, dtype_name,
+               f"LL two-shot all-reduce {dtype_name} phased, {world} ranks, {n} elements, call {c}")  # fmt: skip
 
 
 def emulate_concurrent(
@@ -205,6 +226,7 @@ def one_rank_group() -> None:
             assert torch.equal(y, x) and y.data_ptr() != x.data_ptr(), (n, dtype)
         shifted = torch.randn(n + 1, generator=g, device="cuda").to(dtype)[1:]  # not 16-byte aligned: copied
         assert torch.equal(ll.all_reduce_one_shot_ll(shifted), shifted), (n, dtype, "shifted")
+        assert torch.equal(ll.all_reduce_two_shot_ll(shifted), shifted), (n, dtype, "two-shot")
         for fn in (ll.all_gather_ll, ll.reduce_scatter_ll, ll.all_to_all_ll):  # of one rank: its input, 1-D
             for x in (shifted, torch.randn(n, generator=g, device="cuda").to(dtype)):
                 assert torch.equal(fn(x), x.reshape(-1)), (fn, n, dtype)
@@ -252,6 +274,10 @@ def main() -> int:
                     emulate_phased(kind, world, n, dtype_name, ctas, device="cpu")
                     cases += 1
     print(f"{cases} LL cases ok")
+    for world in WORLDS:  # bf16 (half types pack two to a word: the chunks' padding matters)
+        for n, ctas in CASES:
+            emulate_two_shot(world, n, "bfloat16", ctas, device="cpu")
+    print(f"{len(WORLDS) * len(CASES)} two-shot LL cases ok")
     return 0
 
 

@@ -46,11 +46,12 @@ def test_emulated_ranks_gemm_all_reduce_inter_sm(world):
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
 @pytest.mark.parametrize("world", WORLDS)
 def test_ll_collectives_phased(world, dtype):
-    from emulate_ll import CASES, KINDS, emulate_phased
+    from emulate_ll import CASES, KINDS, emulate_phased, emulate_two_shot
 
-    for kind in KINDS:
-        for n, ctas in CASES:  # the CPU test's cases (tests/emulate_ll.py)
+    for n, ctas in CASES:  # the CPU test's cases (tests/emulate_ll.py)
+        for kind in KINDS:
             emulate_phased(kind, world, n, dtype, ctas, device="cuda")
+        emulate_two_shot(world, n, dtype, ctas, device="cuda")
 
 
 @pytest.mark.parametrize(
