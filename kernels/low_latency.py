@@ -289,6 +289,36 @@ reduce_scatter_ll = _ll("reduce-scatter")  # pkroof-reduce-scatter-ll
 all_to_all_ll = _ll("all-to-all")  # pkroof-all-to-all-ll
 
 
+# The tensor-parallel GEMMs, serial: cuBLAS, then an LL collective (or the all-gather first). For small shapes, where
+# the model prefers LL to any overlap: one wave of tiles leaves nothing to overlap (2026-12-01-ll-protocol.md).
+@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_LL, protocol="ll", algorithm="one-shot")
+def gemm_reduce_scatter_ll(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """This rank's rows of the sum over ranks of A·B (built-in `pkroof-gemm-rs-ll`)."""
+    partial = a @ b
+    world = workspace().world
+    _checked("reduce-scatter", partial, world)
+    report_comm_sms(gemm_reduce_scatter_ll, ctas_used("reduce-scatter", partial, world))
+    return collective("reduce-scatter", partial).view(-1, partial.shape[1])
+
+
+@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_LL, protocol="ll", algorithm="one-shot")
+def all_gather_gemm_ll(a_shard: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """all_gather(A_shard) · B (built-in `pkroof-ag-gemm-ll`)."""
+    world = workspace().world
+    _checked("all-gather", a_shard, world)
+    report_comm_sms(all_gather_gemm_ll, ctas_used("all-gather", a_shard, world))
+    return collective("all-gather", a_shard).view(-1, a_shard.shape[1]) @ b
+
+
+@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_LL, protocol="ll", algorithm="one-shot")
+def gemm_all_reduce_ll(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The sum over ranks of A·B on every rank (built-in `pkroof-gemm-ar-ll`)."""
+    partial = a @ b
+    _checked("all-reduce", partial, workspace().world)
+    report_comm_sms(gemm_all_reduce_ll, ctas_used("all-reduce", partial, 1))
+    return collective("all-reduce", partial)
+
+
 @declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_LL, protocol="ll", algorithm="one-shot")
 def gemv_all_reduce_ll(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """Decode-time row-parallel GEMV, then the LL all-reduce of its output (built-in `pkroof-gemv-ar-ll`)."""

@@ -95,6 +95,9 @@ BUILTIN_IMPLS: dict[str, BuiltinImpl] = {
             "pkroof-reduce-scatter-ll": ("reduce_scatter_ll", {"reduce-scatter"}, True, 1 << 20),
             "pkroof-all-to-all-ll": ("all_to_all_ll", {"all-to-all"}, True, 1 << 20),
             "pkroof-gemv-ar-ll": ("gemv_all_reduce_ll", {"decode-gemv-all-reduce"}, True, 1 << 20),
+            "pkroof-gemm-rs-ll": ("gemm_reduce_scatter_ll", {"gemm-reduce-scatter"}, True, 1 << 20),
+            "pkroof-ag-gemm-ll": ("all_gather_gemm_ll", {"all-gather-gemm"}, True, 1 << 20),
+            "pkroof-gemm-ar-ll": ("gemm_all_reduce_ll", {"gemm-all-reduce"}, True, 1 << 20),
         },
     ),
     **_entries(

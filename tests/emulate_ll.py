@@ -240,6 +240,10 @@ def one_rank_group() -> None:
         graph.replay()
         torch.cuda.synchronize()
         assert torch.equal(y, static), "graph replay"
+    a = torch.randn(64, 256, generator=g, device="cuda").to(torch.bfloat16)
+    b = torch.randn(256, 128, generator=g, device="cuda").to(torch.bfloat16)
+    for fn in (ll.gemm_reduce_scatter_ll, ll.all_gather_gemm_ll, ll.gemm_all_reduce_ll):  # one rank: A·B, its shape
+        assert torch.equal(fn(a, b), a @ b), fn
     x = torch.randn(8, 512, generator=g, device="cuda").to(torch.bfloat16)
     w = torch.randn(1024, 512, generator=g, device="cuda").to(torch.bfloat16)
     assert torch.equal(ll.gemv_all_reduce_ll(x, w), torch.nn.functional.linear(x, w))
