@@ -70,6 +70,9 @@
 #   bash benchmarks/device_run_kernels.sh ll       (written 2026-12-01, not yet run) all-gather, reduce-scatter and
 #                                                  all-to-all at 256 KiB and 16 KiB: their LL kernels beside the push
 #                                                  kernels and NCCL (≤ 420 s)
+#   bash benchmarks/device_run_kernels.sh ll-gemm  (written 2026-12-01, not yet run) the three tensor-parallel GEMMs at
+#                                                  the suite's small shape, where the serial LL GEMMs run unasked
+#                                                  beside the fused kernels (≤ 360 s)
 #   bash benchmarks/device_run_kernels.sh small    all-gather and all-to-all at 256 KiB with 2 ms graph samples
 #   bash benchmarks/device_run_kernels.sh time     the issue-5 evidence: collectives at 64 MiB and 256 KiB beside
 #                                                  NCCL and torch symm_mem, GEMM + all-reduce, emulated-rank tests
@@ -352,6 +355,8 @@ elif [ "$1" = inplace-short ]; then  # what fits in 300 s of device time: the tw
 elif [ "$1" = ll ]; then
   step ll-256KiB 240 all-gather reduce-scatter all-to-all --size 256KiB
   step ll-16KiB 180 all-gather reduce-scatter all-to-all --size 16KiB
+elif [ "$1" = ll-gemm ]; then
+  step ll-gemm 360 gemm-reduce-scatter all-gather-gemm gemm-all-reduce
 elif [ "$1" = inplace ]; then
   for size in 16KiB 256KiB 1MiB; do
     step "inplace-$size" 120 all-reduce --size $size
