@@ -198,6 +198,12 @@ def output_of(kind: str, out: torch.Tensor, x: torch.Tensor, world: int) -> torc
     return values.view(world, -1)[:, :elems].contiguous().view(-1)  # a copy only where chunks were padded
 
 
+def words_per_peer(kind: str, x: torch.Tensor, world: int) -> int:
+    """The 4-byte words one rank sends each peer: all of x, or one of `world` chunks, padded to whole words."""
+    elements = x.numel() // world if KINDS[kind][0] else x.numel()
+    return -(-elements // PACK[x.dtype])
+
+
 def _checked(kind: str, x: torch.Tensor, world: int) -> None:
     name = f"LL {kind}"
     if x.dtype not in PACK:
@@ -209,8 +215,7 @@ def _checked(kind: str, x: torch.Tensor, world: int) -> None:
         )
     if KINDS[kind][0] and x.numel() % world:
         raise ValueError(f"{name}: {x.numel()} elements do not split into {world} equal chunks")
-    per_peer = -(-(x.numel() // (world if KINDS[kind][0] else 1)) // PACK[x.dtype])
-    inbox = 2 * world * inbox_lines(per_peer) * 8
+    inbox = 2 * world * inbox_lines(words_per_peer(kind, x, world)) * 8
     if inbox > MAX_INBOX_BYTES:
         raise ValueError(
             f"{name}: its inbox would take {inbox >> 20} MiB per rank on {world} ranks, over the "
@@ -227,7 +232,7 @@ def collective(kind: str, x: torch.Tensor, *, ctas: int = CTAS_LL, group: dist.P
     if x.numel() == 0:
         return output_of(kind, torch.empty(0, dtype=torch.int32, device=x.device), x, ws.world)
     words = words_of(x, ws.world if chunked else 1)
-    n_words = words.numel() // (ws.world if chunked else 1)
+    n_words = words_per_peer(kind, x, ws.world)
     # an inbox and counters per (collective, words per peer, grid): which CTA takes which tile, and so each CTA's call
     # count, depends on all three; sharing them across grids let a CTA accept lines another grid's CTA left behind
     grid = tiling(n_words, ctas)[2]
@@ -246,8 +251,16 @@ def all_reduce(x: torch.Tensor, *, ctas: int = CTAS_LL, group: dist.ProcessGroup
 
 def ctas_used(kind: str, x: torch.Tensor, world: int, ctas: int = CTAS_LL) -> int:
     """The CTAs the LL collective of x takes: about one tile each, so small messages take fewer than `ctas`."""
-    elems = x.numel() // world if KINDS[kind][0] else x.numel()
-    return tiling(-(-elems // PACK[x.dtype]), ctas)[2]
+    return tiling(words_per_peer(kind, x, world), ctas)[2]
+
+
+def _reported(fn: Callable, kind: str, x: torch.Tensor) -> torch.Tensor:
+    """collective(kind, x) for built-in `fn`, which first tells the profiler the CTAs it takes (report_comm_sms);
+    x is checked before anything reads its dtype."""
+    world = workspace().world
+    _checked(kind, x, world)
+    report_comm_sms(fn, ctas_used(kind, x, world))
+    return collective(kind, x)
 
 
 def _ll(kind: str) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -255,10 +268,7 @@ def _ll(kind: str) -> Callable[[torch.Tensor], torch.Tensor]:
 
     @declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_LL, protocol="ll", algorithm="one-shot")
     def run(x: torch.Tensor) -> torch.Tensor:
-        world = workspace().world
-        _checked(kind, x, world)  # before anything reads its dtype
-        report_comm_sms(run, ctas_used(kind, x, world))
-        return collective(kind, x)
+        return _reported(run, kind, x)
 
     return run
 
@@ -294,34 +304,22 @@ all_to_all_ll = _ll("all-to-all")  # pkroof-all-to-all-ll
 @declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_LL, protocol="ll", algorithm="one-shot")
 def gemm_reduce_scatter_ll(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """This rank's rows of the sum over ranks of A·B (built-in `pkroof-gemm-rs-ll`)."""
-    partial = a @ b
-    world = workspace().world
-    _checked("reduce-scatter", partial, world)
-    report_comm_sms(gemm_reduce_scatter_ll, ctas_used("reduce-scatter", partial, world))
-    return collective("reduce-scatter", partial).view(-1, partial.shape[1])
+    return _reported(gemm_reduce_scatter_ll, "reduce-scatter", a @ b).view(-1, b.shape[1])
 
 
 @declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_LL, protocol="ll", algorithm="one-shot")
 def all_gather_gemm_ll(a_shard: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """all_gather(A_shard) · B (built-in `pkroof-ag-gemm-ll`)."""
-    world = workspace().world
-    _checked("all-gather", a_shard, world)
-    report_comm_sms(all_gather_gemm_ll, ctas_used("all-gather", a_shard, world))
-    return collective("all-gather", a_shard).view(-1, a_shard.shape[1]) @ b
+    return _reported(all_gather_gemm_ll, "all-gather", a_shard).view(-1, a_shard.shape[1]) @ b
 
 
 @declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_LL, protocol="ll", algorithm="one-shot")
 def gemm_all_reduce_ll(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """The sum over ranks of A·B on every rank (built-in `pkroof-gemm-ar-ll`)."""
-    partial = a @ b
-    _checked("all-reduce", partial, workspace().world)
-    report_comm_sms(gemm_all_reduce_ll, ctas_used("all-reduce", partial, 1))
-    return collective("all-reduce", partial)
+    return _reported(gemm_all_reduce_ll, "all-reduce", a @ b)
 
 
 @declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_LL, protocol="ll", algorithm="one-shot")
 def gemv_all_reduce_ll(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """Decode-time row-parallel GEMV, then the LL all-reduce of its output (built-in `pkroof-gemv-ar-ll`)."""
-    y = torch.nn.functional.linear(x, weight)
-    report_comm_sms(gemv_all_reduce_ll, ctas_used("all-reduce", y, 1))
-    return all_reduce(y)
+    return _reported(gemv_all_reduce_ll, "all-reduce", torch.nn.functional.linear(x, weight))

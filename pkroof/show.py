@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pkroof.rooflines import Advice, Bound, Mechanism
+from pkroof.rooflines.mechanisms import label
 from pkroof.rooflines.units import fmt_Bps, fmt_bytes, fmt_clock, fmt_flops, fmt_s
 from pkroof.topology import PRESETS, ScaleUp, Topology, preset
 
@@ -198,7 +199,7 @@ def _declared(impl) -> dict | None:
 
 def _mechanism(pair: dict) -> str:
     """A declared pair's mechanism as tables show it: "sm-store", or "sm-store LL" (Prediction.label)."""
-    return pair["mechanism"] + (" LL" if pair.get("protocol") == "ll" else "")
+    return label(pair["mechanism"], pair.get("protocol"))
 
 
 def implementations_table(registry: dict) -> str:

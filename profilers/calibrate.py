@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pkroof.rooflines import Mechanism, Protocol, Schedule
+from pkroof.rooflines.mechanisms import label
 from pkroof.topology import Topology
 
 from .problems import load
@@ -44,7 +45,7 @@ class Handoff:
 
     @property
     def label(self) -> str:
-        return self.mechanism + (" LL" if self.protocol == Protocol.LL.value else "")
+        return label(self.mechanism, self.protocol)
 
 
 def _without(topology: Topology, empty: dict[str, Any]) -> Topology:

@@ -14,6 +14,7 @@ import pandas as pd
 
 from pkroof.rooflines import Collective
 from pkroof.rooflines.bound import nccl_traffic
+from pkroof.rooflines.mechanisms import label
 
 if TYPE_CHECKING:
     from pkroof.topology import Topology
@@ -65,7 +66,7 @@ def _text(value: Any) -> str:
 
 def _mechanism(d: Mapping[str, Any]) -> str:
     """A record's or an advice's mechanism as the report shows it: "sm-store", or "sm-store LL" for the LL protocol."""
-    return _text(d.get("mechanism")) + (" LL" if d.get("protocol") == "ll" else "")
+    return label(_text(d.get("mechanism")), d.get("protocol"))
 
 
 def _record_row(record: Mapping[str, Any]) -> dict[str, Any]:

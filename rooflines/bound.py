@@ -19,7 +19,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from .collectives import ZERO, Algorithm, Collective, TieredTraffic, Traffic, hierarchical_traffic, traffic
-from .mechanisms import DEVICE_INITIATED, LL_PUSH, Mechanism, Protocol, Schedule, TransferModel
+from .mechanisms import DEVICE_INITIATED, LL_PUSH, Mechanism, Protocol, Schedule, TransferModel, label
 from .system import System
 from .workload import CommOp, ComputeOp, Workload
 
@@ -219,7 +219,7 @@ class Prediction:
     @property
     def label(self) -> str:
         """The mechanism as tables show it: "sm-store", or "sm-store LL"."""
-        return self.mechanism.value + (" LL" if self.protocol is Protocol.LL else "")
+        return label(self.mechanism.value, self.protocol)
 
 
 @dataclass(frozen=True)

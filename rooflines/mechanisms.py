@@ -32,6 +32,11 @@ class Protocol(StrEnum):
     LL = "ll"  # each 4-byte word beside the call's flag in one 8-byte line: twice the bytes, no release, no flag
 
 
+def label(mechanism: str, protocol: str | None = None) -> str:
+    """A mechanism as tables, records and reports show it: "sm-store", or "sm-store LL" for the LL protocol."""
+    return mechanism + (" LL" if protocol == Protocol.LL else "")
+
+
 LL_PUSH = frozenset({Mechanism.SM_STORE})  # LL lines are stores a receiver polls: pushes only (kernels/low_latency.py)
 
 DEVICE_INITIATED = frozenset({Mechanism.SM_LOAD, Mechanism.SM_STORE, Mechanism.TMA, Mechanism.MULTIMEM})
