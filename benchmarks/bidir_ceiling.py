@@ -7,13 +7,20 @@ ranks together, by the copy engine (`Tensor.copy_`), SM stores (the probe's copy
 TMA kernel, 64 KiB boxes), timed like the probe (CUDA graphs, a barrier before each sample, the slower rank).
 The result is the per-direction ceiling the collectives should be compared with, beside the roofline's rate.
 
+Split ways (2026-12-01, not yet run on 2 GPUs) test whether that ceiling is one mechanism's or the link's: the bytes
+of one direction divided between two engines working at once, each on its own stream inside the same graph, so
+their start-up costs overlap instead of adding: two copy-engine copies of half each (a second DMA may take a second
+copy engine), and the copy engine beside SM stores (a fraction f by DMA, the rest by N CTAs).
+
 Usage: python3 benchmarks/bidir_ceiling.py [MiB per direction ...]   (needs 2 GPUs; default 16 32 64 128 512)
+       PKROOF_CEILING_WAYS=split  runs only the copy engine and the split ways
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 
 from pkroof.profilers.launch import keep_multicast_off
 
@@ -27,6 +34,28 @@ import torch.multiprocessing as mp  # noqa: E402
 from pkroof.profilers.timing import time_device  # noqa: E402
 from pkroof.topology.copy_kernels import sm_copy, tma_copy  # noqa: E402
 from pkroof.topology.presets import preset  # noqa: E402
+
+Copy = Callable[[torch.Tensor, torch.Tensor], None]
+
+
+def _dma(s: torch.Tensor, d: torch.Tensor) -> None:
+    d.copy_(s)
+
+
+def split(side: torch.cuda.Stream, first: Copy, second: Copy, f: float) -> Copy:
+    """A copy as two parts at once: the first fraction f of the elements by `first` on the side stream, the rest
+    by `second` on the calling stream; the calling stream then waits for both (also inside a graph capture)."""
+
+    def copy(s: torch.Tensor, d: torch.Tensor) -> None:
+        cut = int(s.numel() * f) // 64 * 64  # 256-byte aligned parts
+        main = torch.cuda.current_stream()
+        side.wait_stream(main)
+        with torch.cuda.stream(side):
+            first(s[:cut], d[:cut])
+        second(s[cut:], d[cut:])
+        main.wait_stream(side)
+
+    return copy
 
 
 def _rank(rank: int, sizes_mib: list[int]) -> None:
@@ -45,12 +74,18 @@ def _rank(rank: int, sizes_mib: list[int]) -> None:
     def barrier() -> None:
         dist.all_reduce(token)
 
+    side = torch.cuda.Stream()
     ways = {
-        "copy engine": lambda s, d: d.copy_(s),
+        "copy engine": _dma,
+        "2 copy-engine halves": split(side, _dma, _dma, 0.5),
+        "CE 1/2 + SM 66 CTAs": split(side, _dma, lambda s, d: sm_copy(s, d, 66), 0.5),
+        "CE 3/4 + SM 32 CTAs": split(side, _dma, lambda s, d: sm_copy(s, d, 32), 0.75),
         f"SM stores ({sms} CTAs)": lambda s, d: sm_copy(s, d, sms),
         "SM stores (64 CTAs)": lambda s, d: sm_copy(s, d, 64),
         f"TMA ({sms} CTAs)": lambda s, d: tma_copy(s, d, sms),
     }
+    if os.environ.get("PKROOF_CEILING_WAYS") == "split":
+        ways = {k: v for k, v in ways.items() if k == "copy engine" or "+" in k or "halves" in k}
     # the roofline's link rate: the best peak of any mechanism (rooflines/bound.py, _link_floor)
     roof = max(m.peak_bandwidth_Bps for m in preset("h200x2").mechanisms.values() if m.available)
     if rank == 0:

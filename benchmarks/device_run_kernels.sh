@@ -73,6 +73,13 @@
 #   bash benchmarks/device_run_kernels.sh ll-gemm  (written 2026-12-01, not yet run) the three tensor-parallel GEMMs at
 #                                                  the suite's small shape, where the serial LL GEMMs run unasked
 #                                                  beside the fused kernels (≤ 360 s)
+#   bash benchmarks/device_run_kernels.sh ceiling2 (written 2026-12-01, not yet run) the both-ways ceiling with the bytes
+#                                                  split over two engines at once: two DMAs, or a DMA beside SM
+#                                                  stores (benchmarks/bidir_ceiling.py), at 16-128 MiB (≤ 150 s)
+#   bash benchmarks/device_run_kernels.sh group    (written 2026-12-01, not yet run) the inter-SM GEMM + all-reduce with
+#                                                  its GEMM's tiles in groups of 8 bands against row-major, at
+#                                                  llama3-8b-tp2 and llama3-70b-tp8 (benchmarks/inter_sm_sweep.py),
+#                                                  then the profiler with PKROOF_INTER_SM_GROUP=8 (≤ 560 s)
 #   bash benchmarks/device_run_kernels.sh small    all-gather and all-to-all at 256 KiB with 2 ms graph samples
 #   bash benchmarks/device_run_kernels.sh time     the issue-5 evidence: collectives at 64 MiB and 256 KiB beside
 #                                                  NCCL and torch symm_mem, GEMM + all-reduce, emulated-rank tests
@@ -352,6 +359,19 @@ elif [ "$1" = inplace-short ]; then  # what fits in 300 s of device time: the tw
   step inplace-256KiB 120 all-reduce --size 256KiB
   step inplace-16KiB 100 all-reduce --size 16KiB
   step decode-70b 60 decode-gemv-all-reduce --shape llama3-70b-tp8
+elif [ "$1" = ceiling2 ]; then  # is 85.7% at 32 MiB each way the copy engine's limit or the link's?
+  PKROOF_CEILING_WAYS=split timeout 150 python3 benchmarks/bidir_ceiling.py 16 32 64 128 2>&1 | grep -v Warning \
+    | tee "$OUT/ceiling-split.log"
+elif [ "$1" = group ]; then  # 2026-12-01-tile-order.md: the GEMM alone gained 7-8% at 70b on one H200; the fused?
+  timeout 170 python3 benchmarks/inter_sm_sweep.py llama3-8b-tp2 --comm 16 --tiles 128x256x64x4x8,128x256x64x3x8 \
+    --groups 1,8 2>&1 | grep -v Warning | tee "$OUT/group-8b.log"
+  timeout 190 python3 benchmarks/inter_sm_sweep.py llama3-70b-tp8 --comm 8,12 --tiles 128x256x64x4x8,128x256x64x3x8 \
+    --groups 1,8 2>&1 | grep -v Warning | tee "$OUT/group-70b.log"
+  begin=$(date +%s) budget=200
+  export PKROOF_INTER_SM_GROUP=8  # the records list it among their settings
+  fprof 90 gemm-all-reduce --impl pkroof-gemm-ar-inter-sm --shape llama3-8b-tp2
+  fprof 110 gemm-all-reduce --impl pkroof-gemm-ar-inter-sm --shape llama3-70b-tp8
+  unset PKROOF_INTER_SM_GROUP
 elif [ "$1" = ll ]; then
   step ll-256KiB 240 all-gather reduce-scatter all-to-all --size 256KiB
   step ll-16KiB 180 all-gather reduce-scatter all-to-all --size 16KiB

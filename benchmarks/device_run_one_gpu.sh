@@ -27,6 +27,11 @@
 #                                                 test (phased, concurrent, the 1-rank group), then ll_local at 128 CTAs
 #   bash benchmarks/device_run_one_gpu.sh thirteenth3 ll_local for the LL all-gather, reduce-scatter and all-to-all,
 #                                                 then every LL GPU test again (after the strided-input fix)
+#   bash benchmarks/device_run_one_gpu.sh fourteenth the split copies of bidir_ceiling.py in a graph (local smoke), the
+#                                                 inter-SM GEMM's tile order / flattening / tiles against cuBLAS
+#                                                 (benchmarks/persistent_gemm.py), the inter-SM GPU tests
+#   bash benchmarks/device_run_one_gpu.sh fourteenth2 the inter-SM GPU tests with grouped tile orders, then the GEMM
+#                                                 alone in groups of 1, 2, 4, 8 and 16 bands, two tiles
 set -u
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | grep -v WARNING | tail -2
@@ -82,6 +87,17 @@ elif [ "$1" = thirteenth3 ]; then
   done
   timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py -k "test_ll_" 2>&1 \
     | tee "$OUT/ll-tests.log" | tail -4
+elif [ "$1" = fourteenth ]; then
+  timeout 60 python3 benchmarks/split_smoke.py 2>&1 | grep -v Warning | tee "$OUT/split-smoke.log"
+  timeout 330 python3 benchmarks/persistent_gemm.py --tiles 128x256x64x4x8,128x256x64x3x8,256x128x64x3x8 --groups 1,8 \
+    2>&1 | grep -v Warning | tee "$OUT/persistent-gemm.log"
+  timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py -k "inter_sm" 2>&1 \
+    | tee "$OUT/inter-sm-tests.log" | tail -4
+elif [ "$1" = fourteenth2 ]; then
+  timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py -k "inter_sm" 2>&1 \
+    | tee "$OUT/inter-sm-tests.log" | tail -4
+  timeout 360 python3 benchmarks/persistent_gemm.py --tiles 128x256x64x4x8,128x256x64x3x8 --groups 1,2,4,8,16 \
+    2>&1 | grep -v Warning | tee "$OUT/persistent-gemm.log"
 elif [ "$1" = tenth6 ]; then
   timeout 150 python3 benchmarks/kernels_sweep.py 64MiB --ce-chunks 0 --ce-local sm,sm16,dma,none --ce-calls 3 \
     --ce-streams 1,2 2>&1 | grep -v Warning | tee "$OUT/sweep-one-rank.log"

@@ -7,7 +7,7 @@
 Timing: pkroof's time_device (CUDA graphs, a barrier before each sample, the slowest rank; 3 calls per sample).
 
 Usage: python3 benchmarks/inter_sm_sweep.py [SHAPE] [--comm 8,16,32] [--tiles 128x256x64x3x8,...] [--blocks 16384]
-       [--warps 8,16,32] [--gemm-only]
+       [--warps 8,16,32] [--groups 1,8] [--gemm-only]
        (SHAPE: a gemm-all-reduce suite shape, default llama3-8b-tp2; needs every GPU of the node)
 """
 
@@ -36,7 +36,7 @@ def _us(fn, *, group=None) -> float:
 
 
 def _rank(rank: int, world: int, shape: str, comms: list[int], tiles: list[tuple], blocks: list[int],
-          warps: list[int], gemm_only: bool):  # fmt: skip
+          warps: list[int], groups: list[int], gemm_only: bool):  # fmt: skip
     torch.cuda.set_device(rank)
     dist.init_process_group(
         "nccl", init_method="tcp://127.0.0.1:29585", rank=rank, world_size=world, device_id=torch.device("cuda", rank)
@@ -54,10 +54,11 @@ def _rank(rank: int, world: int, shape: str, comms: list[int], tiles: list[tuple
     t = _us(lambda i: torch.matmul(*sets[i % 3], out=c))
     show(f"  torch.matmul                 {t:8.1f} µs  {flops / t * 1e-6:6.0f} TFLOP/s")
     ready = torch.zeros(m, dtype=torch.int32, device="cuda")
-    for tile in tiles:
+    for tile, g in itertools.product(tiles, groups):
         for ctas in sorted({sms, 128, sms - 8, sms - 16}, reverse=True):
-            t = _us(lambda i, tile=tile, ctas=ctas: inter_sm.gemm(*sets[i % 3], c, ready, ctas, tile))
-            show(f"  triton {'x'.join(map(str, tile)):<13} {ctas:3d} CTAs {t:8.1f} µs  {flops / t * 1e-6:6.0f} TFLOP/s")
+            t = _us(lambda i, tile=tile, ctas=ctas, g=g: inter_sm.gemm(*sets[i % 3], c, ready, ctas, tile, g))
+            name = f"{'x'.join(map(str, tile))} G{g}"
+            show(f"  triton {name:<16} {ctas:3d} CTAs {t:8.1f} µs  {flops / t * 1e-6:6.0f} TFLOP/s")
     if gemm_only:
         dist.barrier()
         os._exit(0)
@@ -65,14 +66,15 @@ def _rank(rank: int, world: int, shape: str, comms: list[int], tiles: list[tuple
     ref = problem.reference(*sets[0])  # matmul + NCCL all-reduce
     t_ref = _us(lambda i: problem.reference(*sets[i % 3]), group=group)
     show(f"  matmul + NCCL all-reduce     {t_ref:8.1f} µs")
-    for tile, comm, block, warp in itertools.product(tiles, comms, blocks, warps):
-        inter_sm.TILE, inter_sm.COMM_CTAS, inter_sm.COMM_BLOCK, inter_sm.COMM_WARPS = tile, comm, block, warp
+    for tile, g, comm, block, warp in itertools.product(tiles, groups, comms, blocks, warps):
+        inter_sm.TILE, inter_sm.GROUP, inter_sm.COMM_CTAS, inter_sm.COMM_BLOCK = tile, g, comm, block
+        inter_sm.COMM_WARPS = warp
         fresh = problem.inputs(rank, world, seed=99, device="cuda", **dims)
         want = problem.reference(*fresh)
         got = inter_sm.gemm_all_reduce_inter_sm(*fresh)
         ok = torch.tensor([float(torch.allclose(got.float(), want.float(), rtol=2e-2, atol=2e-2))], device="cuda")
         dist.all_reduce(ok, op=dist.ReduceOp.MIN)
-        label = f"  inter-SM {'x'.join(map(str, tile)):<13} {comm:3d} comm {block:6d} block {warp:2d} warps"
+        label = f"  inter-SM {'x'.join(map(str, tile))} G{g:<3} {comm:3d} comm {block:6d} block {warp:2d} warps"
         if ok.item() < 1:
             err = (got.float() - want.float()).abs().max().item()
             show(f"{label}  INCORRECT (max |error| {err:.3g}); not timed")
@@ -91,9 +93,10 @@ if __name__ == "__main__":
     ap.add_argument("--tiles", default="128x256x64x3x8,128x256x64x4x8,128x128x64x4x4,256x128x64x3x8")
     ap.add_argument("--blocks", default=str(inter_sm.COMM_BLOCK))
     ap.add_argument("--warps", default=str(inter_sm.COMM_WARPS))
+    ap.add_argument("--groups", default=str(inter_sm.GROUP))
     ap.add_argument("--gemm-only", action="store_true")
     a = ap.parse_args()
     tiles = [tuple(int(v) for v in t.split("x")) for t in a.tiles.split(",")]
     n = torch.cuda.device_count()
-    ints = [[int(v) for v in arg.split(",")] for arg in (a.comm, a.blocks, a.warps)]
-    mp.spawn(_rank, args=(n, a.shape, ints[0], tiles, ints[1], ints[2], a.gemm_only), nprocs=n)
+    ints = [[int(v) for v in arg.split(",")] for arg in (a.comm, a.blocks, a.warps, a.groups)]
+    mp.spawn(_rank, args=(n, a.shape, ints[0], tiles, ints[1], ints[2], ints[3], a.gemm_only), nprocs=n)

@@ -47,22 +47,43 @@ COMM_WARPS = int(os.environ.get("PKROOF_INTER_SM_WARPS", 32))  # a communication
 PIECES = int(os.environ.get("PKROOF_INTER_SM_PIECES", 4))  # units per band: the last bands spread over more CTAs
 TILE = tuple(int(v) for v in os.environ.get("PKROOF_INTER_SM_TILE", "128,256,64,4,8").split(","))  # BM, BN, BK,
 # pipeline stages, warps of the GEMM
+# Tile order: 1 walks C row-major (bands finish in order). G > 1 walks column-major within groups of G bands, so B's
+# columns are read from L2 by G bands at once: at llama3-70b-tp8 on one H200, 8 made the GEMM alone 7-8% faster
+# on 124 CTAs, but the group's bands finish together, later, so communication starts later and the tail after the
+# GEMM grows; 1 stays the default until the fused kernel is timed on 2 GPUs (benchmarks/2026-12-01-tile-order.md).
+GROUP = int(os.environ.get("PKROOF_INTER_SM_GROUP", 1))
+if GROUP < 1:
+    raise ValueError(f"PKROOF_INTER_SM_GROUP must be at least 1, got {GROUP}")
 _INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+
+
+@triton.jit
+def _tile_at(tile, tiles_m, tiles_n, GROUP: tl.constexpr):
+    """(band, column) of the tile-th tile: row-major if GROUP is 1 (bands finish in order), else column-major
+    within groups of GROUP bands (B's columns reused from L2 across the group, the group's bands finishing
+    together)."""
+    if GROUP == 1:
+        return tile // tiles_n, tile % tiles_n
+    per_group = GROUP * tiles_n
+    first = (tile // per_group) * GROUP
+    bands = tl.minimum(tiles_m - first, GROUP)
+    return first + (tile % per_group) % bands, (tile % per_group) // bands
 
 
 @triton.jit
 def _gemm_kernel(a, b, c, band_ready, m, n, k, n_ctas,
                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, STAGES: tl.constexpr,
-                 UPCAST: tl.constexpr):  # fmt: skip
+                 GROUP: tl.constexpr, UPCAST: tl.constexpr):  # fmt: skip
     a_desc = tl.make_tensor_descriptor(a, shape=[m, k], strides=[k, 1], block_shape=[BM, BK])
     b_desc = tl.make_tensor_descriptor(b, shape=[k, n], strides=[n, 1], block_shape=[BK, BN])
+    tiles_m = tl.cdiv(m, BM)
     tiles_n = tl.cdiv(n, BN)
     rows = tl.arange(0, BM)
     cols = tl.arange(0, BN)
-    for tile in range(tl.program_id(0), tl.cdiv(m, BM) * tiles_n, n_ctas):  # row-major: bands finish in order
-        band = tile // tiles_n
+    for tile in range(tl.program_id(0), tiles_m * tiles_n, n_ctas):
+        band, col = _tile_at(tile, tiles_m, tiles_n, GROUP)
         row0 = band * BM
-        col0 = (tile % tiles_n) * BN
+        col0 = col * BN
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         for kk in tl.range(0, tl.cdiv(k, BK), num_stages=STAGES):
             x = a_desc.load([row0, kk * BK])
@@ -186,8 +207,9 @@ def slot(m: int, n: int) -> int:
 
 
 def gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, band_ready: torch.Tensor, n_ctas: int,
-         tile: tuple[int, ...] = TILE) -> None:  # fmt: skip
-    """c = a · b by the persistent GEMM on `n_ctas` CTAs, counting each finished tile in band_ready[band]."""
+         tile: tuple[int, ...] = TILE, group: int = 1) -> None:  # fmt: skip
+    """c = a · b by the persistent GEMM on `n_ctas` CTAs, counting each finished tile in band_ready[band]; tiles in
+    the order _tile_at gives for `group`."""
     bm, bn, bk, stages, warps = tile
     m, k = a.shape
     n = b.shape[1]
@@ -197,7 +219,7 @@ def gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, band_ready: torch.Te
         triton.set_allocator(_tma_scratch)  # device-side tensor descriptors live in a little global scratch
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
     _gemm_kernel[(min(n_ctas, tiles),)](a, b, c, band_ready, m, n, k, min(n_ctas, tiles), BM=bm, BN=bn, BK=bk,
-                                        STAGES=stages, UPCAST=_INTERPRETED, num_warps=warps)  # fmt: skip
+                                        STAGES=stages, GROUP=group, UPCAST=_INTERPRETED, num_warps=warps)  # fmt: skip
 
 
 def reduce(staging, out, inbox_table, flag_table, my_flags, epochs, calls, unit_seen, band_ready, rank: int,
@@ -228,14 +250,15 @@ def gemm_all_reduce_inter_sm(a, b):
     staging, _ = ws.buffer("gemm-ar-staging", m * n, a.dtype)
     _, inbox_table = ws.buffer("gemm-ar-inbox", 2 * ws.world * slot(m, n), a.dtype)
     key = ("gemm-ar", m, n, a.dtype)
-    tile, pieces = TILE, PIECES  # read at call time, so a sweep can set them
+    tile, pieces, group = TILE, PIECES, GROUP  # read at call time, so a sweep can set them
     band_ready = ws.counter((*key, tile, "bands"), triton.cdiv(m, tile[0]))
     unit_seen = ws.counter((*key, tile, pieces, "units"), plan(m, pieces, tile[0])[1])
     calls = ws.counter((*key, "calls"))
     out = torch.empty(m, n, dtype=a.dtype, device=a.device)
     main, side = torch.cuda.current_stream(), side_stream()
     side.wait_stream(main)
-    gemm(a, b, staging.view(m, n), band_ready, sms - comm, tile)  # launched first: it takes its SMs before the CTAs
+    # the GEMM is launched first: it takes its SMs before the communication CTAs
+    gemm(a, b, staging.view(m, n), band_ready, sms - comm, tile, group)
     with torch.cuda.stream(side):
         reduce(staging, out, inbox_table, ws.flag_table, ws.flags, ws.epochs, calls, unit_seen, band_ready,
                ws.rank, ws.world, m, n, comm_ctas=comm, pieces=pieces, bm=tile[0], bn=tile[1])  # fmt: skip

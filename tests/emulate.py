@@ -99,10 +99,11 @@ def emulate(
             )
 
 
-GEMM_AR_CASE = dict(m=40, n=88, k=40, tile=(16, 32, 16, 1, 4), gemm_ctas=4, comm_ctas=2, pieces=3)
+GEMM_AR_CASE = dict(m=40, n=88, k=40, tile=(16, 32, 16, 1, 4), gemm_ctas=4, comm_ctas=2, pieces=3, group=1)
 # 40 rows: two whole bands of 16 and a partial one; k = 40: the last K step reads past the end (TMA zero-fills);
 # n = 88: 16-byte rows (TMA), not a multiple of the 32-column tile; 3 pieces of ceil(16 / 3) = 6 rows per band
-# (6, 6, 4; the partial band 6, 2, empty); 9 units over 2 communication CTAs, 9 tiles over 4 GEMM CTAs.
+# (6, 6, 4; the partial band 6, 2, empty); 9 units over 2 communication CTAs, 9 tiles over 4 GEMM CTAs; tiles in
+# row-major order (group 1; group 2: bands 0-1 column by column, then band 2 alone, a partial group).
 
 
 def emulate_gemm_all_reduce(world: int, device: str, calls: int = 3, **case: object) -> None:
@@ -134,7 +135,7 @@ def emulate_gemm_all_reduce(world: int, device: str, calls: int = 3, **case: obj
         b = [(torch.randn(k, n, generator=g) * k**-0.5).to(torch.bfloat16).to(device) for _ in range(world)]
         outs = [full(m * n, float("nan"), torch.bfloat16) for _ in range(world)]
         for r in range(world):
-            inter_sm.gemm(a[r], b[r], stagings[r].view(m, n), counters[r][3], c["gemm_ctas"], tile)
+            inter_sm.gemm(a[r], b[r], stagings[r].view(m, n), counters[r][3], c["gemm_ctas"], tile, c["group"])
         for phase in (1, 2):
             for r in range(world):
                 epochs, calls_, seen, ready = counters[r]
@@ -201,7 +202,8 @@ def main() -> int:
     print(f"{cases} cases correct")
     for world in WORLDS:
         emulate_gemm_all_reduce(world, device="cpu")
-    print(f"{len(WORLDS)} inter-SM cases correct")
+    emulate_gemm_all_reduce(3, device="cpu", group=2)
+    print(f"{len(WORLDS) + 1} inter-SM cases correct")
     return 0
 
 

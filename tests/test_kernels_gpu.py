@@ -41,6 +41,11 @@ def test_emulated_ranks_gemm_all_reduce_inter_sm(world):
     # = 3 K steps and 8; 4 pieces of 32 rows; 10 GEMM CTAs, 3 communication CTAs over 20 units
     emulate_gemm_all_reduce(world, device="cuda", m=520, n=776, k=200, tile=(128, 256, 64, 3, 8), gemm_ctas=10,
                             comm_ctas=3, pieces=4)  # fmt: skip
+    # tiles in groups of 3 bands (PKROOF_INTER_SM_GROUP): bands 0-2 column by column, then 3-4 (a partial group, the
+    # last band partial too); and the tiny case in groups of 2
+    emulate_gemm_all_reduce(world, device="cuda", m=520, n=776, k=200, tile=(128, 256, 64, 3, 8), gemm_ctas=10,
+                            comm_ctas=3, pieces=4, group=3)  # fmt: skip
+    emulate_gemm_all_reduce(world, device="cuda", group=2)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
