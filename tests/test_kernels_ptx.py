@@ -82,7 +82,7 @@ def test_the_default_tma_box_fits_in_shared_memory(kind):
         assert shared <= 232448, (tma, block, shared)
 
 
-def _inter_sm_ptx(kernel: str):
+def _inter_sm_ptx(kernel: str, group: int = 1):
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
@@ -92,7 +92,7 @@ def _inter_sm_ptx(kernel: str):
         args = {"a": "*bf16", "b": "*bf16", "c": "*bf16", "band_ready": "*i32", "m": "i32", "n": "i32", "k": "i32",
                 "n_ctas": "i32"}  # fmt: skip
         bm, bn, bk, stages, warps = inter_sm.TILE
-        constants = {"BM": bm, "BN": bn, "BK": bk, "STAGES": stages, "UPCAST": False}
+        constants = {"BM": bm, "BN": bn, "BK": bk, "STAGES": stages, "GROUP": group, "UPCAST": False}
         fn, aligned = inter_sm._gemm_kernel, {"a", "b", "c", "band_ready", "n", "k"}
     else:
         names = ["staging", "out", "inbox_table", "flag_table", "my_flags", "epochs", "calls", "unit_seen",
@@ -109,8 +109,9 @@ def _inter_sm_ptx(kernel: str):
                           options={"num_warps": warps})  # fmt: skip
 
 
-def test_inter_sm_gemm_uses_tensor_cores_and_tma_and_fits_shared_memory():
-    compiled = _inter_sm_ptx("gemm")
+@pytest.mark.parametrize("group", [1, 8])  # row-major (shipped), and tiles in groups of 8 bands
+def test_inter_sm_gemm_uses_tensor_cores_and_tma_and_fits_shared_memory(group):
+    compiled = _inter_sm_ptx("gemm", group)
     ptx = compiled.asm["ptx"]
     assert "wgmma.mma_async" in ptx  # Hopper's tensor-core instruction
     assert "cp.async.bulk.tensor" in ptx  # A and B tiles by TMA
