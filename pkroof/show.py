@@ -48,7 +48,7 @@ def topology_text(t: Topology) -> str:
     lines = [
         f"{t.name}: {t.description}",
         f"  {t.nodes} node(s) x {t.gpus_per_node} {g.name} ({g.arch}, {g.sm_count} SMs, "
-        f"{fmt_bytes(g.hbm_capacity_bytes)} HBM at {fmt_Bps(g.hbm_bandwidth_Bps)} "
+        f"{fmt_bytes(g.hbm_capacity_bytes)} memory at {fmt_Bps(g.hbm_bandwidth_Bps)} "
         f"[{_tag(t, 'gpu.hbm_bandwidth_Bps')}])",
         "  dense peak: "
         + ", ".join(f"{k} {fmt_flops(v)}{fmt_clock(t.matmul_clock(k, 'burst'))}" for k, v in g.peak_flops.items())
@@ -124,6 +124,9 @@ def topology_text(t: Topology) -> str:
     fused = [f"{name} {s} {fmt_s(v)}" for name, m in t.mechanisms.items() for s, v in sorted(m.overlap_s.items())]
     if fused:
         lines.append("  fixed cost of a fused kernel per call, beyond the model's terms: " + ", ".join(fused))
+    if t.probe is not None and t.probe.health:  # what `pkroof report` shows too: numbers from a degraded node
+        lines += ["", f"health flags the probe saw ({len(t.probe.health)}; numbers measured on a degraded node "
+                      "understate a healthy one):"] + [f"  {line}" for line in t.probe.health]  # fmt: skip
     lines += ["", "sources:"] + [f"  {k} ({v.basis}): {v.cite}" for k, v in t.sources.items()]
     return "\n".join(lines)
 

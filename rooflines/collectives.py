@@ -149,6 +149,11 @@ class TieredTraffic:
     scaleout: Traffic
 
 
+# collectives whose two-level form below moves its in-node part its own way, not by the `intra` algorithm: they
+# exist for an `intra` algorithm only where that algorithm does the collective within one node
+_OWN_INTRA = frozenset({Collective.ALL_TO_ALL, Collective.GATHER, Collective.SCATTER, Collective.SEND_RECV})
+
+
 def hierarchical_traffic(
     kind: Collective, size_bytes: float, ranks_per_node: int, num_nodes: int, *, intra: Algorithm
 ) -> TieredTraffic | None:
@@ -166,6 +171,8 @@ def hierarchical_traffic(
     def out(k: Collective, s: float) -> Traffic | None:
         return traffic(k, Algorithm.RING, s, N)
 
+    if kind in _OWN_INTRA and up(kind, S) is None:  # e.g. multimem: nothing to reduce or multicast in an all-to-all
+        return None
     match kind:
         case Collective.ALL_REDUCE:
             rs, ag = up(Collective.REDUCE_SCATTER, S), up(Collective.ALL_GATHER, S)

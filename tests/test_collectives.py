@@ -122,3 +122,21 @@ def test_all_to_allv_takes_the_busiest_rank():
     t = all_to_allv_traffic(m)
     assert t.send_bytes == 101  # rank 2 sends 100 + 1
     assert t.recv_bytes == 101  # rank 0 receives 1 + 100
+
+
+def test_two_level_collectives_exist_for_an_in_node_algorithm_only_where_it_does_them_in_one_node():
+    from pkroof.rooflines.collectives import Algorithm, Collective, hierarchical_traffic, traffic
+
+    S, g, N = 64 * 2**20, 8, 2
+    # multimem (in-network) reduces or multicasts: nothing of the kind in an all-to-all, a gather or a send, on one
+    # node or across two
+    for kind in (Collective.ALL_TO_ALL, Collective.GATHER, Collective.SCATTER, Collective.SEND_RECV):
+        assert traffic(kind, Algorithm.IN_NETWORK, S, g) is None
+        assert hierarchical_traffic(kind, S, g, N, intra=Algorithm.IN_NETWORK) is None
+    # the all-to-all by direct (one-shot) copies: of one rank's S, (N-1)/N goes to other nodes through the NIC, and
+    # (g-1)/(N g) to the other g-1 GPUs of its own node
+    t = hierarchical_traffic(Collective.ALL_TO_ALL, S, g, N, intra=Algorithm.ONE_SHOT)
+    assert t.scaleout.send_bytes == S / 2 and t.scaleup.send_bytes == 7 / 16 * S
+    # while the all-reduce's in-node steps are the switch's: reduce-scatter (f·S out) + all-gather (S/g out)
+    t = hierarchical_traffic(Collective.ALL_REDUCE, S, g, N, intra=Algorithm.IN_NETWORK)
+    assert t is not None and t.scaleup.send_bytes == 7 / 8 * S + S / 8
