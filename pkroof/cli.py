@@ -20,9 +20,18 @@ app.add_typer(topology_app, name="topology")
 Topo = Annotated[str, typer.Option("--topology", "-t", help="preset name or topology JSON file")]
 Nodes = Annotated[int | None, typer.Option(help="join N such nodes by their NICs")]
 World = Annotated[int | None, typer.Option("--world-size", "-n", help="ranks (default: every GPU)")]
-Size = Annotated[str | None, typer.Option(help="collective size, nccl-tests convention: 64MiB, 1GiB, 4096")]
-Params = Annotated[list[str] | None, typer.Option("--param", "-p", help="shape parameter name=value (repeat)")]
-Dtype = Annotated[str, typer.Option(help="fp8, bf16, fp16, tf32 or fp32")]
+Size = Annotated[
+    str | None, typer.Option(help="collective size, nccl-tests convention: 4096, 64M (= 64MiB), 1GiB, 1GB (= 1e9)")
+]
+Params = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--param",
+        "-p",
+        help="shape parameter name=value, a positive integer (repeat); byte sizes (size, *_bytes) take units",
+    ),
+]
+Dtype = Annotated[str | None, typer.Option(help="fp8, bf16, fp16, tf32 or fp32 (default: bf16, a problem's own)")]
 AsJson = Annotated[bool, typer.Option("--json", help="one JSON object instead of text")]
 Problem = Annotated[str, typer.Argument(help="built-in or suite problem (pkroof problems), or a problem file")]
 Shape = Annotated[str | None, typer.Option(help="a named shape of a suite problem, e.g. llama3-70b-tp8")]
@@ -40,7 +49,7 @@ def _run(
     nodes: int | None,
     size: str | None,
     params: list[str] | None,
-    dtype: str,
+    dtype: str | None,
     shape: str | None = None,
 ):
     try:
@@ -70,6 +79,8 @@ def probe(
     from pkroof.topology.probe import ProbeError, launched_by_torchrun
     from pkroof.topology.probe import probe as run_probe
 
+    if name is not None and not name.strip():
+        _fail("--name must not be empty")
     try:
         run_probe(out=out, quick=quick, gpus=gpus, name=name, allow_multicast=allow_multicast)
         if launched_by_torchrun():  # one rank of many: skip NCCL teardown at exit, which can hang
@@ -146,7 +157,7 @@ def profile(
 def report(
     results: Annotated[list[Path] | None, typer.Argument(help="results.jsonl files written by pkroof profile")] = None,
     topology: Annotated[
-        str | None, typer.Option("--topology", "-t", help="preset or topology file (default: h200x2 and all presets)")
+        str | None, typer.Option("--topology", "-t", help="preset or topology file (default: the results' own, or all)")
     ] = None,
     out: Annotated[Path, typer.Option(help="report folder (replaced whole)")] = Path("pkroof-report"),
     fmt: Annotated[str, typer.Option("--format", help="html, csv, json or parquet")] = "html",
@@ -164,13 +175,15 @@ def report(
         elif not results and topology is None and fmt == "html":
             written = main_job(out, log=typer.echo)
         else:
-            written = run_report(results or [], topology=topology or "h200x2", out=out, fmt=fmt, log=typer.echo)
+            written = run_report(results or [], topology=topology, out=out, fmt=fmt, log=typer.echo)
     except ValueError as e:
         _fail(str(e))
     except RuntimeError as e:  # the probe's ProbeError: no GPU, no torch, a rank that failed
         typer.echo(f"pkroof: {e}", err=True)
         raise typer.Exit(1) from None
-    typer.echo(f"wrote {len(written)} files to {out}")
+    except OSError as e:  # a folder that cannot be written: permissions, a full disk
+        _fail(f"{e.filename or out}: {e.strerror or e}")
+    typer.echo(f"wrote {len(written)} file{'' if len(written) == 1 else 's'} to {out}")
 
 
 @app.command()
@@ -218,6 +231,9 @@ def topology_calibrate(
     results: Annotated[list[Path], typer.Argument(help="results.jsonl files of pkroof profile on that node")],
     max_size: Annotated[str, typer.Option(help="use records moving at most this much (nccl-tests size)")] = "256KiB",
     out: Annotated[Path | None, typer.Option(help="where to write (default: in place)")] = None,
+    force: Annotated[
+        bool, typer.Option(help="use records whose environment names another topology than the file's")
+    ] = False,
 ) -> None:
     """Set each mechanism's hand-off (handoff_s; ll_handoff_s for LL kernels), and fused kernels' fixed cost per
     overlapped schedule (overlap_s), from profiled kernels: their median excess over the model."""
@@ -225,7 +241,7 @@ def topology_calibrate(
     from pkroof.rooflines.units import fmt_s, parse_size
 
     try:
-        found = calibrate(path, results, parse_size(max_size), max_size, out or path, typer.echo)
+        found = calibrate(path, results, parse_size(max_size), max_size, out or path, typer.echo, force=force)
     except ValueError as e:
         _fail(str(e))
     for h in found:
@@ -242,7 +258,7 @@ def bound_cmd(
     nodes: Nodes = None,
     size: Size = None,
     param: Params = None,
-    dtype: Dtype = "bf16",
+    dtype: Dtype = None,
     shape: Shape = None,
     as_json: AsJson = False,
 ) -> None:
@@ -265,7 +281,7 @@ def advise(
     nodes: Nodes = None,
     size: Size = None,
     param: Params = None,
-    dtype: Dtype = "bf16",
+    dtype: Dtype = None,
     shape: Shape = None,
     as_json: AsJson = False,
 ) -> None:

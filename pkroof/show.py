@@ -140,6 +140,17 @@ def _terms(b: Bound) -> str:
     )
 
 
+def _algorithms(names: tuple[str, ...]) -> str:
+    """One per comm op, runs of the same collapsed: ("one-shot",) * 14 → "one-shot ×14"."""
+    runs: list[list] = []
+    for name in names:
+        if runs and runs[-1][0] == name:
+            runs[-1][1] += 1
+        else:
+            runs.append([name, 1])
+    return ",".join(name if n == 1 else f"{name} ×{n}" for name, n in runs)
+
+
 def _predictions(b: Bound) -> str:
     rows = [
         [
@@ -148,7 +159,7 @@ def _predictions(b: Bound) -> str:
             str(p.comm_sms),
             fmt_s(p.t_s),
             f"{b.t_roof_s / p.t_s:.0%}",
-            ",".join(p.algorithms),
+            _algorithms(p.algorithms),
         ]
         for p in b.predictions
     ]

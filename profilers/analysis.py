@@ -28,17 +28,39 @@ def _point(b: Any) -> dict[str, Any]:
     }
 
 
-def cheap_workload(problem: Any, world: int, params: dict[str, Any]) -> Any:
-    """The hand-written workload, else a trace on meta tensors; None where only a real run could trace it
-    (a sweep never starts CPU ranks at a real model's shape: they would need its memory)."""
-    from .trace import trace_on_meta
+WHOLE_BYTES = 16  # a collective's size is rounded to whole chunks of elements up to this wide (fp8 … 2×fp64)
+
+
+def _whole(size_bytes: int, world: int) -> int:
+    """`size_bytes` rounded down so that every rank gets whole chunks (72 ranks: a 2^k size does not split)."""
+    return size_bytes - size_bytes % (WHOLE_BYTES * world)
+
+
+def _workload(problem: Any, world: int, params: dict[str, Any]) -> Any:
+    from .trace import NEEDS_DATA, trace_on_meta
 
     if problem.has_workload:  # raises ValueError itself if the shape does not divide
         return problem.module.workload(world, **params)
     try:
         return trace_on_meta(problem, world, params)
-    except Exception:  # value-dependent code (MoE splits, top-k): not traceable without data
+    except NEEDS_DATA:  # value-dependent code (MoE splits, top-k): not traceable without data
         return None
+
+
+def cheap_workload(problem: Any, world: int, params: dict[str, Any]) -> Any:
+    """The hand-written workload, else a trace on meta tensors; None where only a real run could trace it
+    (a sweep never starts CPU ranks at a real model's shape: they would need its memory).
+
+    A collective's `size_bytes` that does not split over `world` ranks is rounded down to one that does, as the
+    built-in analytic pages do (64 MiB over 72 ranks: 67107840 B); the workload's params say the size used. A
+    shape that still does not divide, or a file whose code raises, is a ValueError of one line saying why."""
+    try:
+        return _workload(problem, world, params)
+    except ValueError:
+        size = params.get("size_bytes")
+        if not isinstance(size, int) or _whole(size, world) in (size, 0):
+            raise
+        return _workload(problem, world, params | {"size_bytes": _whole(size, world)})
 
 
 def sweep(problem: Any, params: dict[str, Any], world: int, system: Any) -> list[dict[str, Any]]:

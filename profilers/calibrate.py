@@ -145,11 +145,32 @@ def with_handoffs(topology: Topology, found: list[Handoff], source: str, cite: s
     return dataclasses.replace(topology, mechanisms=mechanisms, sources={k: v for k, v in every.items() if k in used})
 
 
+def check_measured_on(records: Iterable[dict[str, Any]], topology: Topology, path: Path) -> None:
+    """ValueError, in one line, where a record says it was measured on another topology than `topology` (its
+    environment's "topology", the name `pkroof profile --topology` ran with): another node's excesses are not
+    this node's fixed costs. Records that name none are taken as this node's."""
+    measured_on = {env.get("topology") for r in records if isinstance(env := r.get("environment"), dict)}
+    others = sorted(measured_on - {None, topology.name}, key=str)
+    if others:
+        raise ValueError(
+            f"{path} is topology {topology.name!r} but records were measured on {', '.join(map(repr, others))}; "
+            "calibrate with that node's records (pkroof profile --topology FILE), or pass --force"
+        )
+
+
 def calibrate(
-    path: Path, results: list[Path], max_bytes: int, max_label: str, out: Path, log: Callable[[str], None]
+    path: Path,
+    results: list[Path],
+    max_bytes: int,
+    max_label: str,
+    out: Path,
+    log: Callable[[str], None],
+    *,
+    force: bool = False,
 ) -> list[Handoff]:
     """Read the topology file and the result files (unreadable lines reported, skipped), set the hand-offs found,
-    write the topology to `out`. ValueError when no mechanism has enough records."""
+    write the topology to `out`. ValueError when a record was measured on another topology (unless `force`), or
+    when no mechanism has enough records."""
     from pkroof.topology import dump
     from pkroof.topology import load as load_topology
 
@@ -157,6 +178,8 @@ def calibrate(
 
     topology = load_topology(path)
     found_records = rec.read_files(results, log)
+    if not force:
+        check_measured_on(found_records, topology, path)
     found = handoffs(found_records, topology, max_bytes)
     names = " ".join(str(r) for r in results)
     cite = f"pkroof topology calibrate {path} {names} --max-size {max_label}, {date.today().isoformat()}"

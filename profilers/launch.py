@@ -98,7 +98,11 @@ def stop_ranks(procs: list) -> None:
 
 
 def _failed(procs: list, errors: Path | None) -> RankFailedError | None:
-    for rank, p in enumerate(procs):
+    """The first rank that failed, one killed by a signal (the OOM killer's -9) first: its peers then fail too,
+    on the broken connection, and would hide the cause."""
+    order = sorted(range(len(procs)), key=lambda r: (procs[r].exitcode or 0) >= 0)
+    for rank in order:
+        p = procs[rank]
         if p.exitcode not in (None, 0):
             details = ""
             if errors is not None and (errors / f"{rank}.error").exists():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,12 +20,13 @@ from pkroof.rooflines import (
     bound,
     predict,
 )
+from pkroof.rooflines.bound import check_fits
 from pkroof.rooflines.units import fmt_bytes, fmt_s
 from pkroof.topology import resolve
 
 from . import records
 from .analysis import analysis
-from .problems import Problem, load
+from .problems import DEFAULT_SHAPE, Problem, load
 from .run import Job, finish, resolve_impl, run_job
 
 REFERENCE_PAIR = {"mechanism": "nccl", "schedule": "serial"}  # PyTorch + torch.distributed: compute, then NCCL
@@ -42,17 +44,30 @@ def devices() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def workload_of(problem: Problem, world_size: int, params: dict[str, Any]):
-    """The problem's hand-written workload if it has one, else the one traced from its reference."""
-    import torch
+def workload_of(problem: Problem, world_size: int, params: dict[str, Any], *, dtype: str | None = None):
+    """The problem's hand-written workload if it has one, else the one traced from its reference; in `dtype` where
+    given and not the problem's own (a hand-written workload that takes `dtype` gets it, else the trace casts)."""
+    import inspect
+
+    from .trace import guarded, input_dtype, trace
 
     # shape errors (not divisible by the world size) surface here as ValueError, before any rank starts
-    problem.inputs(0, world_size, seed=0, device=torch.device("meta"), params=params)
-    if problem.has_workload:
-        return problem.module.workload(world_size, **params)
-    from .trace import trace
+    if dtype == input_dtype(problem, world_size, params):
+        dtype = None
+    if problem.has_workload and (dtype is None or "dtype" in inspect.signature(problem.module.workload).parameters):
+        extra = {} if dtype is None else {"dtype": dtype}
+        return guarded(problem, "workload", lambda: problem.module.workload(world_size, **params, **extra))
+    return trace(problem, world_size, params, dtype=dtype)
 
-    return trace(problem, world_size, params)
+
+def check_size(problem: Problem, overrides: dict[str, Any]) -> None:
+    """ValueError, in one line, where --size (the override `size_bytes`) is given for a problem that has no size."""
+    params = problem.shapes[DEFAULT_SHAPE]
+    if "size_bytes" in overrides and "size_bytes" not in params:
+        raise ValueError(
+            f"{problem.name} has no size (--size applies to collectives): set its shape with --shape "
+            f"({', '.join(problem.shapes)}) or --param name=value ({', '.join(params)})"
+        )
 
 
 def declared_pair(problem: Problem, impl: str) -> dict[str, Any] | None:
@@ -119,16 +134,26 @@ def profile(
     topology: str,
     log: Callable[[str], None] = print,
 ) -> list[dict[str, Any]]:
+    if not (0 < timeout_s < math.inf):
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout_s:g}")
     gpus = devices()
     backend = "nccl" if gpus >= max(2, world_size or 2) else "gloo"
-    world = world_size or (gpus if backend == "nccl" else 2)
+    world = world_size if world_size is not None else (gpus if backend == "nccl" else 2)
     if world < 2:
         raise ValueError(f"world size must be at least 2, got {world}")
     topo = resolve(topology)
-    loaded = [load(name) for name in problems]  # every bad name or file is reported before anything runs
+    system = topo.system(world)  # a world larger than the topology's GPUs is refused here
+    loaded = [load(name) for name in problems]  # every bad name, file or shape is reported before anything runs
     for problem in loaded:
+        check_size(problem, overrides)
         for impl in impls:
             resolve_impl(problem, impl)
+    workloads = []
+    for problem in loaded:
+        params = problem.params(shape, overrides)
+        workload = workload_of(problem, world, params)
+        check_fits(workload, topo.gpu.hbm_capacity_bytes, topo.gpu.name)
+        workloads.append((params, workload))
     from pkroof.kernels.registry import BUILTIN_IMPLS
 
     path = out_dir / "results.jsonl"
@@ -140,10 +165,8 @@ def profile(
         log(f"no {world} GPUs here: {world} CPU ranks over gloo check correctness; their times are CPU times")
     log(HEADER)
     written = []
-    for problem, name in zip(loaded, problems, strict=True):
-        params = problem.params(shape, overrides)
-        workload = workload_of(problem, world, params)
-        b: Bound = bound(workload, topo.system(world))
+    for problem, name, (params, workload) in zip(loaded, problems, workloads, strict=True):
+        b: Bound = bound(workload, system)
         reference_s = None
         comm_bytes = sum(op.size_bytes for op in workload.comm)  # nccl-tests' size convention
         peers = automatic_peers(problem.name, backend, log, comm_bytes)
@@ -163,12 +186,12 @@ def profile(
             result = run_job(job, timeout_s)
             result["comm_bytes"] = comm_bytes
             if impl == "reference":  # the report's page data, so a report of these results needs no torch
-                result["analysis"] = analysis(problem, params, world, topo.system(world), workload=workload)
+                result["analysis"] = analysis(problem, params, world, system, workload=workload)
             pair = declared_pair(problem, impl)
             used = result.pop("comm_sms_used", None)  # what the implementation took at this shape, if it says
             if pair:
                 comm_sms = pair.get("comm_sms") if used is None else used
-                predicted = predict_declared(workload, topo.system(world), pair, comm_sms)
+                predicted = predict_declared(workload, system, pair, comm_sms)
                 result |= {
                     "mechanism": pair["mechanism"],
                     "schedule": pair["schedule"],

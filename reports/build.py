@@ -4,22 +4,29 @@
 
     records       list of result records (profilers/records.py; one dict per JSON line)
     bounds        {problem name: {
-                     "summary": the dict of `pkroof bound --json` (rooflines/export.py `bound_to_dict`, schema
-                                pkroof.bound/1) for the problem's shape; the page reads t_roof_s, limiter,
-                                terms {compute_s, hbm_s, link_s, latency_s}, link_bytes_per_rank,
-                                link_bandwidth_Bps, link_tier, world_size, dtype, topology,
+                     "shapes": [{"shape": the shape label, as the records give it (an index row is one
+                                          (problem, shape, world size)),
+                                 "world_size": ranks,
+                                 "params": the problem's parameters at that shape (optional),
+                                 "summary": the dict of `pkroof bound --json` (rooflines/export.py
+                                            `bound_to_dict`, schema pkroof.bound/1) at that shape; the page
+                                            reads t_roof_s, limiter, terms {compute_s, hbm_s, link_s, latency_s},
+                                            link_bytes_per_rank, link_bandwidth_Bps, link_tier, dtype, topology,
+                                 "advice": its "recommendation" dict: {"mechanism", "schedule", "t_s",
+                                           "headroom", "reason"; optional "protocol", "comm_sms",
+                                           "baseline_t_s"}}, ...]  (one per recorded shape and world size),
                      "sweep": [{"size_bytes": total comm bytes (the records' comm_bytes convention),
                                 "t_roof_s": .., "compute_s": .., "hbm_s": .., "link_s": .., "latency_s": ..,
                                 "predictions": {"<mechanism>/<schedule>[/ll]": t_s, ...}}, ...]  (size ascending)
                   }}
-    advice        {problem name: the "recommendation" dict of the same bound JSON:
-                     {"mechanism", "schedule", "t_s", "headroom", "reason"; optional "protocol", "comm_sms",
-                      "baseline_t_s"}}
     categories    {problem name: category}
     problems_meta {problem name: {"doc": one-line docstring, "source": file, "command": the command that ran it}}
+    left_out      {problem name: why it has no page} (analytic reports: a shape that does not divide, ...)
 
+Advice is only ever shown beside the shape and world size it was computed for.
 Every key is optional: a page shows "—" for what it was not given. A problem gets a page when it has records
 or a bound (a bound alone: an analytic page, roofline and advice with no measurement).
+A problem in `left_out` is named, with its reason, on the index.
 """
 
 from __future__ import annotations
@@ -60,26 +67,35 @@ def _pages(
     topology: Topology,
     records: list[dict[str, Any]],
     bounds: Mapping[str, Any],
-    advice: Mapping[str, Any],
     categories: Mapping[str, str],
     problems_meta: Mapping[str, Any],
+    left_out: Mapping[str, str] | None = None,
     others: Mapping[str, str] | None = None,
     assets: str = "",
 ) -> list[Path]:
     """Every page of one topology's report into `out` (plotly.min.js is `assets` away, written by the caller)."""
     table = frames.records_frame(records)
-    index = frames.index_frame(table, categories=categories, advice=advice)
-    analytic = frames.analytic_rows(bounds, advice, categories, measured=index["problem"])
+    index = frames.index_frame(table, categories=categories, advice=frames.advice_by_row(bounds))
+    analytic = frames.analytic_rows(bounds, categories, measured=index["problem"])
     if len(analytic):  # problems bounded but not measured: their roofline and advice, no measurements
         index = pd.concat([index, analytic], ignore_index=True) if len(index) else analytic
     pages = {name: f"problem-{slug(name)}.html" for name in dict.fromkeys(index["problem"])}
-    written = {"index.html": html.index_page(index, pages=pages, topology=topology.name, others=others, assets=assets)}
+    written = {
+        "index.html": html.index_page(
+            index,
+            pages=pages,
+            topology=topology.name,
+            num_runs=len(table),
+            left_out=left_out,
+            others=others,
+            assets=assets,
+        )
+    }
     for name, page in pages.items():
         written[page] = html.problem_page(
             name,
             records=table[table["problem"] == name],
             bound=bounds.get(name),
-            advice=advice.get(name),
             meta=problems_meta.get(name),
             assets=assets,
         )
@@ -90,15 +106,28 @@ def _pages(
     return [Path(n) for n in written]
 
 
+def check_out(out_dir: Path, *, replace: bool = True) -> None:
+    """A ValueError unless `out_dir` can be written: a folder or nothing yet, below folders; with `replace`,
+    also empty or a report write_report made (it is replaced whole)."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"{out_dir}: exists and is not a folder (choose another folder)")
+    above = next((p for p in out_dir.absolute().parents if p.exists()), None)
+    if above is not None and not above.is_dir():
+        raise ValueError(f"{out_dir}: cannot be made, {above} is not a folder")
+    if replace and out_dir.exists() and any(out_dir.iterdir()) and not (out_dir / MARKER).exists():
+        raise ValueError(f"{out_dir}: exists and is not a pkroof report; not replacing it (choose another folder)")
+
+
 def write_report(
     out_dir: Path,
     *,
     topology: Topology,
     records: list[dict[str, Any]],
     bounds: Mapping[str, Any],
-    advice: Mapping[str, Any],
     categories: Mapping[str, str],
     problems_meta: Mapping[str, Any],
+    left_out: Mapping[str, str] | None = None,
     others: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[Path]:
     """Build the report in a temporary sibling folder, then swap it in: a reader sees the old one or the new one.
@@ -109,8 +138,7 @@ def write_report(
     An existing `out_dir` is replaced whole, but only if it is empty or a report this function wrote.
     """
     out_dir = Path(out_dir)
-    if out_dir.exists() and any(out_dir.iterdir()) and not (out_dir / MARKER).exists():
-        raise ValueError(f"{out_dir}: exists and is not a pkroof report; not replacing it (choose another folder)")
+    check_out(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     new = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
     try:
@@ -120,9 +148,9 @@ def write_report(
             topology=topology,
             records=records,
             bounds=bounds,
-            advice=advice,
             categories=categories,
             problems_meta=problems_meta,
+            left_out=left_out,
             others=links,
         )
         (new / "plotly.min.js").write_text(plotly.offline.get_plotlyjs(), encoding="utf-8")
@@ -163,3 +191,23 @@ def export(records: pd.DataFrame, path: Path, fmt: str) -> Path:
             raise ValueError("parquet export needs pyarrow: pip install pyarrow (or export csv or json)")
         records.to_parquet(path, index=False)
     return path
+
+
+def write_export(records: pd.DataFrame, out_dir: Path, fmt: str) -> Path:
+    """`out_dir`/results.`fmt` (see export); the folders this call made are removed again if the export fails."""
+    out_dir = Path(out_dir)
+    check_out(out_dir, replace=False)
+    made = first_missing(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        return export(records, out_dir / f"results.{fmt}", fmt)
+    except BaseException:
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+        raise
+
+
+def first_missing(path: Path) -> Path | None:
+    """The outermost folder that `path.mkdir(parents=True)` would make (None: `path` exists), to undo it."""
+    path = Path(path).absolute()
+    return next((p for p in reversed([path, *path.parents]) if not p.exists()), None)

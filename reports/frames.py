@@ -124,16 +124,20 @@ INDEX_COLUMNS = (
 )
 
 
+RowKey = tuple[str, str, Any]  # (problem, shape, world size): one index row, one analysis
+
+
 def index_frame(
     records: pd.DataFrame,
     *,
     categories: Mapping[str, str] | None = None,
-    advice: Mapping[str, Mapping[str, Any]] | None = None,
+    advice: Mapping[RowKey, Mapping[str, Any]] | None = None,
 ) -> pd.DataFrame:
     """One row per (problem, shape, world size): the reference against the fastest correct implementation.
 
-    headroom = reference median / best median (measured). `advice` maps a problem name to its recommendation
-    (the `recommendation` dict of `pkroof bound --json`: mechanism, schedule, t_s, headroom, reason).
+    headroom = reference median / best median (measured). `advice` maps (problem, shape, world size) to the
+    recommendation computed for that row's own parameters and ranks (the `recommendation` dict of
+    `pkroof bound --json`: mechanism, schedule, t_s, headroom, reason); a row without one shows none.
     """
     categories, advice = categories or {}, advice or {}
     rows = []
@@ -157,7 +161,7 @@ def index_frame(
                 "headroom": ref["median_s"] / best["median_s"] if ref is not None else math.nan,
                 "num_impls": len(group),
                 "num_failed": int((group["status"] != "correct").sum()),
-                **_advice_fields(advice.get(problem)),
+                **_advice_fields(advice.get((problem, shape, None if pd.isna(world) else int(world)))),
             }
         )
     frame = pd.DataFrame(rows, columns=list(INDEX_COLUMNS))
@@ -167,33 +171,42 @@ def index_frame(
 
 def analytic_rows(
     bounds: Mapping[str, Mapping[str, Any]],
-    advice: Mapping[str, Mapping[str, Any]],
     categories: Mapping[str, str],
     *,
     measured: Iterable[str] = (),
 ) -> pd.DataFrame:
-    """Index rows for problems with a bound but no measurement: the roof and the advice, nothing measured."""
+    """Index rows for problems with a bound but no measurement: per analysed shape, the roof and its advice."""
     skip = set(measured)
     rows = []
     for problem, b in bounds.items():
         if problem in skip:
             continue
-        summary = b.get("summary") or {}
-        rows.append(
-            {
-                "problem": problem,
-                "shape": _text(summary.get("shape")),
-                "world_size": summary.get("world_size"),
-                "category": categories.get(problem, ""),
-                "t_roof_s": _number(summary.get("t_roof_s")),
-                "num_impls": 0,
-                "num_failed": 0,
-                **_advice_fields(advice.get(problem)),
-            }
-        )
+        for entry in b.get("shapes") or ():
+            summary = entry.get("summary") or {}
+            rows.append(
+                {
+                    "problem": problem,
+                    "shape": _text(entry.get("shape")),
+                    "world_size": entry.get("world_size"),
+                    "category": categories.get(problem, ""),
+                    "t_roof_s": _number(summary.get("t_roof_s")),
+                    "num_impls": 0,
+                    "num_failed": 0,
+                    **_advice_fields(entry.get("advice")),
+                }
+            )
     frame = pd.DataFrame(rows, columns=list(INDEX_COLUMNS))
     frame["world_size"] = frame["world_size"].astype("Int64")
     return frame
+
+
+def advice_by_row(bounds: Mapping[str, Mapping[str, Any]]) -> dict[RowKey, Mapping[str, Any]]:
+    """(problem, shape, world size) → the advice computed for that shape (the `advice` argument of index_frame)."""
+    return {
+        (problem, _text(e.get("shape")), e.get("world_size")): e.get("advice") or {}
+        for problem, b in bounds.items()
+        for e in b.get("shapes") or ()
+    }
 
 
 CURVE_COLUMNS = (

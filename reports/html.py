@@ -138,8 +138,10 @@ BASE = """<!DOCTYPE html>
 
 INDEX = """{% extends "base" %}{% block body %}
 <h1>Communication-aware roofline report</h1>
-<p class="sub">{{ index|length }} runs of {{ problems|length }} problems
-on <a href="topology.html">{{ topology }}</a>.
+<p class="sub">{{ index|length|plural("row") }} (problem, shape, ranks) of {{ problems|length|plural("problem") }}
+on <a href="topology.html">{{ topology }}</a>, {% if num_runs %}{{ num_runs|plural("measured run") }}
+{%- else %}nothing measured (analytic){% endif %}
+{%- if left_out %}; {{ left_out|length|plural("problem") }} left out, <a href="#left-out">named below</a>{% endif %}.
 Fraction of roofline = t_roof / t_measured (higher is better): <span class="pill poor">&lt; 50%</span>
 <span class="pill fair">50–80%</span> <span class="pill good">≥ 80%</span>
 <span class="pill over">&gt; 105%: faster than the bound, the model is wrong</span>. Click a column to sort.</p>
@@ -168,6 +170,11 @@ Fraction of roofline = t_roof / t_measured (higher is better): <span class="pill
 <td class="num" data-sort="{{ r.predicted_headroom|sort_key }}">{{ r.predicted_headroom|times }}</td>
 </tr>{% endfor %}
 </tbody></table>
+{% if left_out %}<h2 id="left-out">Left out</h2>
+<p class="sub">{{ left_out|length|plural("problem") }} with no page on {{ topology }}, and why:</p>
+<table><thead><tr><th>problem</th><th>reason</th></tr></thead><tbody>
+{% for name, why in left_out.items() %}<tr><td>{{ name }}</td><td>{{ why }}</td></tr>{% endfor %}
+</tbody></table>{% endif %}
 <h2>Pages</h2>
 <ul>{% for name, page in pages.items() %}<li><a href="{{ page }}">{{ name }}</a></li>{% endfor %}
 <li><a href="topology.html">topology: {{ topology }}</a></li></ul>
@@ -180,19 +187,21 @@ PROBLEM = """{% extends "base" %}{% block body %}
 <h1>{{ name }}</h1>
 <p class="sub">{{ meta.get("doc")|text }}{% if meta.get("source") %} · <code>{{ meta["source"] }}</code>
 {% endif %}</p>
-{% if summary %}<h2>Bound</h2>
-<table class="kv"><tbody>
-<tr><th>t_roof</th><td>{{ summary.get("t_roof_s")|seconds }} ({{ summary.get("limiter")|text }}-bound)</td></tr>
-{% for key, label in terms %}<tr><th>{{ label }}</th><td>{{ summary.get("terms", {}).get(key)|seconds }}</td></tr>
+{% if shapes %}<h2>Bound</h2>
+<p class="sub">{% if shapes|length > 1 %}One row per shape and world size, each bound at its own parameters.
+{% endif %}t_roof = max(compute, HBM, link) + latency.</p>
+<table><thead><tr><th>shape</th><th class="num">ranks</th><th class="num">t_roof</th><th>limiter</th>
+{% for key, label in terms %}<th class="num">{{ label }}</th>{% endfor %}
+<th class="num">link bytes per rank</th><th>link</th><th>dtype · topology</th></tr></thead><tbody>
+{% for s in shapes %}{% set b = s.summary %}<tr><td>{{ s.shape|text }}{% if s.params %}<br>
+<span class="mono na">{{ s.params }}</span>{% endif %}</td>
+<td class="num">{{ s.world_size|text }}</td>
+<td class="num">{{ b.get("t_roof_s")|seconds }}</td><td>{{ b.get("limiter")|text }}</td>
+{% for key, label in terms %}<td class="num">{{ b.get("terms", {}).get(key)|seconds }}</td>{% endfor %}
+<td class="num">{{ b.get("link_bytes_per_rank")|bytes }}</td>
+<td>{{ b.get("link_tier")|text }} at {{ b.get("link_bandwidth_Bps")|Bps }}</td>
+<td>{{ b.get("dtype")|text }} · {{ b.get("topology")|text }}</td></tr>
 {% endfor %}
-<tr><th>link bytes per rank</th><td>{{ summary.get("link_bytes_per_rank")|bytes }}
-on the {{ summary.get("link_tier")|text }} link
-at {{ summary.get("link_bandwidth_Bps")|Bps }}</td></tr>
-<tr><th>world size · dtype · topology</th><td>{{ summary.get("world_size")|text }} ranks
-· {{ summary.get("dtype")|text }} · {{ summary.get("topology")|text }}</td></tr>
-{% if summary.get("params") %}<tr><th>shape</th><td>{% if summary.get("shape") %}{{ summary["shape"] }}: {% endif %}
-{% for k, v in summary["params"].items() %}{{ k }}={{ v|text }}{% if not loop.last %}, {% endif %}{% endfor %}
-</td></tr>{% endif %}
 </tbody></table>{% endif %}
 <h2>Roofline</h2>
 {{ chart }}
@@ -223,15 +232,21 @@ the power policy held the clock down">SM clock</th><th>message</th></tr></thead>
 </tr>{% endfor %}
 </tbody></table>
 <h2>Advice</h2>
-{% if advice %}<div class="advice"><table class="kv"><tbody>
-<tr><th>mechanism / schedule</th><td><b>{{ advice.get("mechanism")|text }}
-{%- if advice.get("protocol") == "ll" %} LL{% endif %} / {{ advice.get("schedule")|text }}</b>
-{% if advice.get("comm_sms") %} ({{ advice["comm_sms"] }} SMs for communication){% endif %}</td></tr>
-<tr><th>predicted time</th><td>{{ advice.get("t_s")|seconds }}{% if advice.get("baseline_t_s") %}
- against {{ advice["baseline_t_s"]|seconds }} for NCCL, serial{% endif %}</td></tr>
-<tr><th>headroom over NCCL, serial</th><td>{{ advice.get("headroom")|times }}</td></tr>
-<tr><th>reason</th><td>{{ advice.get("reason")|text }}</td></tr>
-</tbody></table></div>{% else %}<p class="na">No advice was given for this problem.</p>{% endif %}
+{% if shapes %}<p class="sub">What to build, per shape and world size: the model's best (mechanism, schedule) at
+that row's own parameters, against NCCL, serial.</p>
+<table class="advice"><thead><tr><th>shape</th><th class="num">ranks</th><th>mechanism / schedule</th>
+<th class="num">predicted</th><th class="num">NCCL, serial</th><th class="num">headroom over NCCL, serial</th>
+<th>reason</th></tr></thead><tbody>
+{% for s in shapes %}{% set a = s.advice %}<tr><td>{{ s.shape|text }}{% if s.params %}<br>
+<span class="mono na">{{ s.params }}</span>{% endif %}</td><td class="num">{{ s.world_size|text }}</td>
+<td>{% if a.get("mechanism") %}{% set ll = " LL" if a.get("protocol") == "ll" else "" %}
+<b>{{ a["mechanism"] }}{{ ll }} / {{ a.get("schedule")|text }}</b>
+{%- if a.get("comm_sms") %} ({{ a["comm_sms"] }} SMs for communication){% endif %}
+{% else %}—{% endif %}</td>
+<td class="num">{{ a.get("t_s")|seconds }}</td><td class="num">{{ a.get("baseline_t_s")|seconds }}</td>
+<td class="num">{{ a.get("headroom")|times }}</td><td>{{ a.get("reason")|text }}</td></tr>
+{% endfor %}
+</tbody></table>{% else %}<p class="na">No advice was given for this problem.</p>{% endif %}
 <h2>Environment</h2>
 <table class="kv"><tbody>{% for label, value in environment %}<tr><th>{{ label }}</th><td>{{ value|text }}</td></tr>
 {% endfor %}
@@ -343,6 +358,7 @@ _ENV.filters |= {
     "sort_key": _sort_key,
     "text": _fmt(str),
     "value": lambda value, name: _value(name, value),
+    "plural": lambda n, word: f"{n} {word}" if n == 1 else f"{n} {word}s",
 }
 
 
@@ -375,11 +391,14 @@ def index_page(
     *,
     pages: Mapping[str, str],
     topology: str,
+    num_runs: int = 0,
+    left_out: Mapping[str, str] | None = None,
     others: Mapping[str, str] | None = None,
     assets: str = "",
 ) -> str:
     """The index: the histogram and a sortable table of problems; `pages` maps a problem name to its file name,
-    `others` another machine's name to its own (analytic) report's index, relative to this one."""
+    `num_runs` counts the measured records, `left_out` names each problem without a page and why, `others` maps
+    another machine's name to its own (analytic) report's index, relative to this one."""
     return _render(
         "index",
         "report",
@@ -389,6 +408,8 @@ def index_page(
         problems=sorted(set(index["problem"])),
         pages=pages,
         topology=topology,
+        num_runs=num_runs,
+        left_out=left_out or {},
         histogram=figure_html(figures.fraction_histogram(index), "histogram"),
     )
 
@@ -408,18 +429,33 @@ def _environment(records: pd.DataFrame, meta: Mapping[str, Any]) -> list[tuple[s
     return out
 
 
+def _shapes(bound: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The bound's analysed shapes, smallest roof first, each with its parameters as "k=v, ..." text."""
+    out = []
+    for entry in bound.get("shapes") or ():
+        summary = entry.get("summary") or {}
+        params = entry.get("params") or summary.get("params") or {}
+        text = ", ".join(f"{k}={v}" for k, v in params.items()) if isinstance(params, Mapping) else ""
+        out.append(entry | {"summary": summary, "advice": entry.get("advice") or {}, "params": text})
+
+    def order(e: dict[str, Any]) -> tuple:
+        t = e["summary"].get("t_roof_s")
+        return (0, t) if isinstance(t, (int, float)) and math.isfinite(t) else (1, 0.0)
+
+    return sorted(out, key=order)
+
+
 def problem_page(
     name: str,
     *,
     records: pd.DataFrame,
     bound: Mapping[str, Any] | None = None,
-    advice: Mapping[str, Any] | None = None,
     meta: Mapping[str, Any] | None = None,
     assets: str = "",
 ) -> str:
-    """One problem: its bound, the roofline chart, the implementations, the advice and the environment.
+    """One problem: its bound and advice per shape, the roofline chart, the implementations and the environment.
 
-    records: records_frame rows of this problem; bound, advice and meta: see reports/build.py.
+    records: records_frame rows of this problem; bound (its "shapes" and "sweep") and meta: see reports/build.py.
     """
     bound, meta = bound or {}, meta or {}
     ordered = records.assign(_ref=records["impl"] != "reference").sort_values(["shape", "_ref", "median_s"])
@@ -430,11 +466,10 @@ def problem_page(
         assets=assets,
         name=name,
         meta=meta,
-        summary=bound.get("summary") or {},
+        shapes=_shapes(bound),
         terms=TERMS,
         chart=figure_html(chart, "roofline"),
         rows=_rows(ordered.drop(columns="_ref")),
-        advice=advice or {},
         environment=_environment(records, meta),
     )
 

@@ -14,7 +14,7 @@ from .units import fmt_Bps, fmt_bytes, fmt_s
 class Advice:
     best: Prediction
     baseline: Prediction | None  # NCCL, serial: what PyTorch + torch.distributed does
-    headroom: float  # baseline time / best time (1.0 without a baseline)
+    headroom: float | None  # baseline time / best time (None without a baseline: nothing to be ahead of)
     reason: str
     facts: dict[str, float]  # every number the reason quotes, unformatted
 
@@ -115,7 +115,7 @@ def advise(b: Bound) -> Advice:
         raise ValueError(f"no mechanism on {b.system.name} can run {b.workload.name}")
     best = b.predictions[0]
     baseline = b.prediction(Mechanism.NCCL, Schedule.SERIAL)
-    headroom = baseline.t_s / best.t_s if baseline else 1.0
+    headroom = baseline.t_s / best.t_s if baseline else None
     facts: dict[str, float] = {"t_best_s": best.t_s, "t_roof_s": b.t_roof_s}
     if baseline:
         facts["t_baseline_s"] = baseline.t_s

@@ -16,11 +16,13 @@ SMs communication takes away from compute, HBM staging where comm and compute me
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 from .collectives import ZERO, Algorithm, Collective, TieredTraffic, Traffic, hierarchical_traffic, traffic
 from .mechanisms import DEVICE_INITIATED, LL_PUSH, Mechanism, Protocol, Schedule, TransferModel, label
 from .system import System
+from .units import fmt_bytes
 from .workload import CommOp, ComputeOp, Workload
 
 _ALGORITHMS = {
@@ -72,12 +74,14 @@ def _ce_exposed(bytes_per_peer: float) -> float:
 
 
 def _ce_chunks(bytes_per_peer: float) -> int:
-    """How many chunks the halving schedule cuts `bytes_per_peer` into (4, 8, ... 64, 64 MiB from the end)."""
-    chunks, size, covered = 1, CE_TAIL_BYTES, CE_TAIL_BYTES
-    while covered < bytes_per_peer:
-        size = min(2 * size, CE_MAX_CHUNK_BYTES)
-        chunks, covered = chunks + 1, covered + size
-    return chunks
+    """How many chunks the halving schedule cuts `bytes_per_peer` into (4, 8, ... 64, 64 MiB from the end): the
+    fewest c whose chunks cover it. The first g = log2(max / tail) + 1 chunks double (4 ... 64 MiB) and cover
+    tail · (2^c − 1), so up to tail · (2^g − 1) c is the bit length of ⌈bytes / tail⌉; beyond, each is 64 MiB."""
+    doubling = (CE_MAX_CHUNK_BYTES // CE_TAIL_BYTES).bit_length()  # 4, 8, 16, 32, 64 MiB: 5 chunks
+    doubled = CE_TAIL_BYTES * ((1 << doubling) - 1)  # 124 MiB
+    if bytes_per_peer <= doubled:
+        return max(1, math.ceil(bytes_per_peer / CE_TAIL_BYTES).bit_length())
+    return doubling + math.ceil((bytes_per_peer - doubled) / CE_MAX_CHUNK_BYTES)
 
 
 @dataclass(frozen=True)
@@ -504,6 +508,39 @@ def predict(
     if schedule is Schedule.SERIAL:
         return _serial(w, system, m, comm_sms, protocol, algorithm)
     return None if protocol is not Protocol.SIMPLE else _overlapped(w, system, m, schedule, comm_sms, algorithm)
+
+
+def _buffers_bytes(op: CommOp) -> float:
+    """One rank's send and receive buffers for a collective, out of place as nccl-tests allocates them: the size
+    convention's whole buffer each, but one rank's share where the size counts every rank's (an all-gather's or a
+    gather's input, a reduce-scatter's or a scatter's output)."""
+    share = op.size_bytes / op.group_size
+    match op.kind:
+        case Collective.ALL_GATHER | Collective.GATHER:
+            return share + op.size_bytes
+        case Collective.REDUCE_SCATTER | Collective.SCATTER:
+            return op.size_bytes + share
+    return 2 * op.size_bytes
+
+
+def resident_bytes(w: Workload) -> tuple[float, str]:
+    """The fewest bytes one rank must hold at once, and what holds them: the largest of one op's inputs + outputs (a
+    collective's send and receive buffers; a compute op's operands, a GEMM's A, B and C)."""
+    ops = [
+        (_buffers_bytes(op), f"the {op.name} of {fmt_bytes(op.size_bytes)} (send and receive buffers)") for op in w.comm
+    ]
+    ops += [(op.hbm_bytes, f"the {op.name} (inputs and outputs)") for op in w.compute]
+    return max(ops, default=(0.0, w.name))
+
+
+def check_fits(w: Workload, capacity_bytes: float, gpu: str) -> None:
+    """ValueError, in one line, where one op's inputs + outputs (resident_bytes) exceed a GPU's HBM capacity."""
+    need, what = resident_bytes(w)
+    if need > capacity_bytes:
+        raise ValueError(
+            f"{w.name}: {what} needs {fmt_bytes(need)} on each rank, more than one {gpu}'s "
+            f"{fmt_bytes(capacity_bytes)} of HBM"
+        )
 
 
 def bound(w: Workload, system: System) -> Bound:

@@ -2,41 +2,47 @@
 
 from __future__ import annotations
 
+import math
 import re
 
-_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 1000,
-    "kb": 1000,
-    "m": 1000**2,
-    "mb": 1000**2,
-    "g": 1000**3,
-    "gb": 1000**3,
-    "t": 1000**4,
-    "tb": 1000**4,
-    "kib": 1024,
-    "mib": 1024**2,
-    "gib": 1024**3,
-    "tib": 1024**4,
-}
+_PREFIXES = "kmgtp"  # kilo ... peta
+_UNITS = (
+    {"": 1, "b": 1}
+    | {p: 1024**i for i, p in enumerate(_PREFIXES, 1)}  # bare K, M, ...: binary, as nccl-tests reads `-b 64M`
+    | {f"{p}ib": 1024**i for i, p in enumerate(_PREFIXES, 1)}  # KiB, MiB, ...: binary (IEC)
+    | {f"{p}b": 1000**i for i, p in enumerate(_PREFIXES, 1)}  # KB, MB, ...: decimal (SI)
+)
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
+_EXAMPLES = "examples: 4096, 256KiB, 64M (= 64MiB), 1GiB, 1GB (= 10**9), 1e9"
 
 
 def parse_size(text: str) -> int:
-    """'64MiB' → 67108864, '1GB' → 10**9, '4096' → 4096; binary units are powers of 1024, decimal of 1000."""
+    """A positive whole number of bytes: '64MiB' and '64M' → 67108864, '1GB' → 10**9, '4096' and '4e3' → bytes.
+    K, M, G, T, P alone and KiB ... PiB are powers of 1024 (nccl-tests' `-b 64M` is 64 MiB); KB ... PB with the B
+    are powers of 1000 (SI). Case does not matter. ValueError for anything else, zero, or a fraction of a byte."""
+    if text.strip().startswith("-"):
+        raise ValueError(f"size {text!r} must be positive")
     match = _SIZE.match(text)
     unit = match.group(2).lower() if match else None
     if match is None or unit not in _UNITS:
-        raise ValueError(f"cannot read size {text!r} (examples: 4096, 256KiB, 64MiB, 1GiB, 1e9)")
-    value = float(match.group(1)) * _UNITS[unit]
-    if value != int(value):
-        raise ValueError(f"size {text!r} is not a whole number of bytes")
-    return int(value)
+        raise ValueError(f"cannot read size {text!r} ({_EXAMPLES})")
+    number = match.group(1)
+    if number.isdigit():  # exact, however many digits
+        value: int | float = int(number) * _UNITS[unit]
+    else:
+        value = float(number) * _UNITS[unit]
+        if not math.isfinite(value):
+            raise ValueError(f"size {text!r} is too large")
+        if value != int(value):
+            raise ValueError(f"size {text!r} is not a whole number of bytes")
+        value = int(value)
+    if value < 1:
+        raise ValueError(f"size {text!r} must be at least 1 byte")
+    return value
 
 
 def fmt_bytes(n: float) -> str:
-    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+    for unit, scale in (("PiB", 1024**5), ("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
         if abs(n) >= scale:
             return f"{n / scale:.3g} {unit}"
     return f"{n:.0f} B"

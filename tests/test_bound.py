@@ -1,6 +1,7 @@
 """The roofline and the predictions, against derivations written out in each test."""
 
 import dataclasses
+import math
 
 import pytest
 from conftest import make_system
@@ -544,3 +545,81 @@ def test_a_declared_algorithm_is_predicted_even_where_another_is_cheaper():
     assert cheapest == two and two.t_s < one.t_s
     # an algorithm the mechanism does not have: no prediction
     assert predict(w, system, Mechanism.SM_STORE, Schedule.SERIAL, algorithm=Algorithm.RING) is None
+
+
+# ---- the copy engine's chunk count in closed form, and what one rank must hold ----
+
+MiB = 2**20
+
+
+def _chunks_by_definition(bytes_per_peer: float) -> int:
+    """The halving schedule as kernels/copy_engine.py cuts it: chunks of 4, 8, 16, 32, 64, 64, ... MiB (from the
+    end) until they cover the bytes; one chunk at least."""
+    chunks, size, covered = 1, 4 * MiB, 4 * MiB
+    while covered < bytes_per_peer:
+        size = min(2 * size, 64 * MiB)
+        chunks, covered = chunks + 1, covered + size
+    return chunks
+
+
+# where the chunks' cover ends: 4, 4+8, 4+8+16, 4+8+16+32, 4+...+64 MiB, then 64 MiB more each
+_COVER_ENDS = [4 * MiB * (2**c - 1) for c in range(1, 6)] + [124 * MiB + 64 * MiB * j for j in range(1, 6)]
+
+
+@pytest.mark.parametrize("end", _COVER_ENDS)
+@pytest.mark.parametrize("offset", [-1, -0.5, 0, 0.5, 1])
+def test_copy_engine_chunks_in_closed_form_match_the_halving_schedule_at_every_boundary(end, offset):
+    from pkroof.rooflines.bound import _ce_chunks
+
+    assert _ce_chunks(end + offset) == _chunks_by_definition(end + offset)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.floats(min_value=0, max_value=64 * 2**30, allow_nan=False))
+@example(0.0)
+@example(1.0)
+def test_copy_engine_chunks_in_closed_form_match_the_halving_schedule(bytes_per_peer):
+    from pkroof.rooflines.bound import _ce_chunks
+
+    assert _ce_chunks(bytes_per_peer) == _chunks_by_definition(bytes_per_peer)
+
+
+def test_copy_engine_chunks_of_a_huge_buffer_take_no_time():
+    # 124 MiB in the 5 doubling chunks, then ⌈(1e30 − 124 MiB) / 64 MiB⌉ chunks of 64 MiB: a loop would need ~1.5e22
+    from pkroof.rooflines.bound import _ce_chunks
+
+    assert _ce_chunks(1e30) == 5 + math.ceil((1e30 - 124 * MiB) / (64 * MiB))
+    assert _ce_chunks(188 * MiB) == 6 and _ce_chunks(188 * MiB + 1) == 7
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        # nccl-tests' convention on 8 ranks, out of place: S the buffer, or all ranks' together (S/8 each)
+        ("all-reduce", S + S),
+        ("all-gather", S / 8 + S),  # send one rank's share, receive everyone's
+        ("reduce-scatter", S + S / 8),  # send the whole input, receive one share
+        ("all-to-all", S + S),
+        ("scatter", S + S / 8),
+        ("gather", S / 8 + S),
+    ],
+)
+def test_a_collective_holds_its_send_and_receive_buffers(kind, expected):
+    from pkroof.rooflines.bound import resident_bytes
+
+    need, what = resident_bytes(build(kind, 8, size=S))
+    assert need == pytest.approx(expected)
+    assert kind in what
+
+
+def test_a_gemm_holds_its_operands_and_a_workload_that_cannot_fit_is_refused():
+    from pkroof.rooflines.bound import check_fits, resident_bytes
+
+    # gemm-all-reduce: A (m×k), B (k×n) and C (m×n) in bf16 beside C's all-reduce (2·m·n·2 B): the GEMM's is larger
+    m, n, k = 8192, 8192, 16384
+    w = build("gemm-all-reduce", 8, m=m, n=n, k=k)
+    need, what = resident_bytes(w)
+    assert need == 2 * (m * k + k * n + m * n) and "gemm" in what
+    check_fits(w, need, "GPU")  # exactly full is enough
+    with pytest.raises(ValueError, match=r"gemm-all-reduce: the gemm .* needs 640 MiB on each rank, more than one "):
+        check_fits(w, need - 1, "GPU")

@@ -216,3 +216,33 @@ def test_a_second_calibration_keeps_the_first_ones_source_for_what_it_leaves_alo
     assert str(first) in handoff_source.cite and str(second) not in handoff_source.cite
     assert str(second) in fused_source.cite and str(first) not in fused_source.cite
     assert written.mechanisms["sm-load"].handoff_s == pytest.approx(3e-6, abs=1e-12)  # (2 + 4) / 2, untouched
+
+
+def test_records_measured_on_another_topology_are_refused_unless_forced(tmp_path):
+    # records profiled on h200x2 (their environment says so) against an H100 file: another node's excesses
+    topo_file = tmp_path / "h100.json"
+    dump(resolve("hgx-h100-8"), topo_file)
+    results = tmp_path / "results.jsonl"
+    rows = [_record("sm-load", 2e-6), _record("sm-load", 4e-6)]
+    results.write_text("".join(json.dumps(r | {"environment": {"topology": "h200x2"}}) + "\n" for r in rows))
+    before = topo_file.read_text()
+    out = CliRunner().invoke(app, ["topology", "calibrate", str(topo_file), str(results)])
+    assert out.exit_code == 2, out.output
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert "is topology 'hgx-h100-8' but records were measured on 'h200x2'" in out.stderr and "--force" in out.stderr
+    assert topo_file.read_text() == before  # nothing written
+    forced = CliRunner().invoke(app, ["topology", "calibrate", str(topo_file), str(results), "--force"])
+    assert forced.exit_code == 0, forced.output
+    # the records' excesses are over the h200x2 model; on the H100 file they are whatever they are, but set
+    assert load_topology(topo_file).mechanisms["sm-load"].sources["handoff_s"].startswith("calibrate")
+
+
+def test_records_of_the_files_own_topology_are_used(tmp_path):
+    topo_file = tmp_path / "node.json"
+    dump(resolve("h200x2"), topo_file)
+    results = tmp_path / "results.jsonl"
+    rows = [_record("sm-load", 2e-6), _record("sm-load", 4e-6)]
+    results.write_text("".join(json.dumps(r | {"environment": {"topology": "h200x2"}}) + "\n" for r in rows))
+    out = CliRunner().invoke(app, ["topology", "calibrate", str(topo_file), str(results)])
+    assert out.exit_code == 0, out.output
+    assert load_topology(topo_file).mechanisms["sm-load"].handoff_s == pytest.approx(3e-6, abs=1e-12)  # (2 + 4) / 2

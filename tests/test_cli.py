@@ -179,7 +179,22 @@ def test_multi_node_world_size_and_nodes():
         (["bound", "all-gather", "--world-size", "1"], "world size must be at least 2"),
         (["bound", "all-gather", "--world-size", "16"], "larger than hgx-h100-8's 8 GPUs"),
         (["bound", "all-gather", "--size", "lots"], "cannot read size 'lots'"),
-        (["bound", "gemm-reduce-scatter", "--size", "1GiB"], "--size applies to collectives"),
+        (["bound", "all-gather", "--size", "0"], "size '0' must be at least 1 byte"),
+        (["bound", "all-gather", "--size", "-4096"], "size '-4096' must be positive"),
+        (["bound", "gemm-reduce-scatter", "--size", "1GiB"], "gemm-reduce-scatter has no size"),
+        (["bound", "gemm-reduce-scatter", "--size", "1GiB"], "--param name=value (m, n, k), or --shape NAME"),
+        (["bound", "all-gather", "--world-size", "0"], "world size must be at least 2, got 0"),
+        (["bound", "all-gather", "-n", "-1"], "world size must be at least 2, got -1"),
+        (["advise", "gemm-all-reduce", "-p", "m=0"], "--param m=0: must be a positive integer"),
+        (["bound", "gemm-all-reduce", "-p", "m=-8"], "--param m=-8: must be a positive integer"),
+        (["bound", "gemm-all-reduce", "-p", "k=64KiB"], "k is a count, not a byte size"),
+        (["bound", "all-reduce", "-p", "size=-8"], "--param size: size '-8' must be positive"),
+        # out of place, an all-reduce holds its send and its receive buffer: 2·10^12 B = 1.82 TiB > 140 GiB
+        (["bound", "all-reduce", "-t", "h200x2", "--size", "1e12"], "1.82 TiB on each rank, more than one NVIDIA"),
+        (["advise", "all-reduce", "-t", "h200x2", "--size", "1e30"], "more than one NVIDIA H200's 140 GiB of HBM"),
+        (["bound", "all-reduce", "--size", "1PiB"], "needs 2 PiB on each rank"),
+        # m·n·2 B ≈ 1.6e24 B for the all-reduce alone
+        (["bound", "gemm-all-reduce", "-p", "m=99999999999999999999"], "on each rank, more than one NVIDIA H100"),
         (["bound", "gemm-reduce-scatter", "--topology", "dgx-a100-8", "--dtype", "fp8"], "has no fp8 peak"),
         (["advise", "all-reduce", "--param", "size"], "--param takes name=value"),
         (["topology", "show", "/nonexistent/t.json"], "cannot read"),
@@ -242,3 +257,63 @@ def test_small_all_reduce_advice_names_the_ll_protocol_and_its_kernel():
     result = runner.invoke(app, ["advise", "all-reduce", "--topology", "hgx-h100-8", "--size", "4KiB"])
     assert result.exit_code == 0, result.output
     assert "build sm-store LL + serial" in result.stdout and "the LL protocol" in result.stdout
+
+
+def test_bare_size_suffixes_are_binary_as_in_nccl_tests():
+    # nccl-tests' `-b 64M` is 64 MiB: an all-gather of 64 MiB on 8 ranks puts 7/8 of it on each rank's link;
+    # 64MB (SI) is 64·10^6 B
+    assert _json("bound", "all-gather", "--size", "64M")["link_bytes_per_rank"] == pytest.approx(7 / 8 * 64 * 2**20)
+    assert _json("bound", "all-gather", "--size", "64MB")["link_bytes_per_rank"] == pytest.approx(7 / 8 * 64e6)
+
+
+def test_advice_without_an_nccl_baseline_has_no_headroom(tmp_path):
+    data = json.loads(runner.invoke(app, ["topology", "show", "hgx-h100-8", "--json"]).stdout)
+    data["mechanisms"]["nccl"] = {
+        "available": False, "latency_s": 0.0, "peak_bandwidth_Bps": 0.0, "per_cta_bandwidth_Bps": None,
+        "note": "not installed",
+    }  # fmt: skip
+    path = tmp_path / "no-nccl.json"
+    path.write_text(json.dumps(data))
+    rec = _json("advise", "all-reduce", "--topology", str(path))
+    assert rec["baseline_t_s"] is None and rec["headroom"] is None
+    with_nccl = _json("advise", "all-reduce", "--topology", "hgx-h100-8")
+    assert with_nccl["headroom"] == pytest.approx(with_nccl["baseline_t_s"] / with_nccl["t_s"])
+
+
+def _one_line_exit_2(args):
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.output
+    return result.stderr
+
+
+@pytest.mark.parametrize("timeout", ["0", "-1", "nan"])
+def test_profile_refuses_a_timeout_that_is_not_positive(timeout, tmp_path):
+    err = _one_line_exit_2(["profile", "all-reduce", "--timeout", timeout, "--out", str(tmp_path)])
+    assert "timeout must be a positive number of seconds" in err
+    assert not (tmp_path / "results.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["-n", "0"], "world size must be at least 2, got 0"),
+        (["-n", "3"], "world size 3 is larger than h200x2's 2 GPUs"),
+        (["-p", "size_bytes=0"], "size '0' must be at least 1 byte"),
+        (["--size", "1e12"], "1.82 TiB on each rank, more than one NVIDIA H200's 140 GiB"),
+    ],
+)
+def test_profile_refuses_bad_options_before_anything_runs(args, expected, tmp_path):
+    pytest.importorskip("torch")
+    err = _one_line_exit_2(["profile", "all-reduce", *args, "--out", str(tmp_path)])
+    assert expected in err
+    assert not (tmp_path / "results.jsonl").exists()
+
+
+@pytest.mark.parametrize("command", ["bound", "profile"])
+def test_size_on_a_problem_without_one_says_how_to_set_its_shape(command, tmp_path):
+    pytest.importorskip("torch")
+    args = [command, "all-reduce-rmsnorm", "-t", "h200x2", "--size", "64MiB"]
+    err = _one_line_exit_2(args + (["--out", str(tmp_path)] if command == "profile" else []))
+    assert "all-reduce-rmsnorm has no size (--size applies to collectives)" in err
+    assert "--shape (small, " in err and "--param name=value (tokens, hidden)" in err

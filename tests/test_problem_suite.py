@@ -57,3 +57,125 @@ def test_bound_and_advise_take_a_suite_problems_named_shape():
     assert out["flops"] == 2 * 8192 * 7168 * 8192
     bad = CliRunner().invoke(app, ["advise", "all-gather-gemm", "--shape", "nope"])
     assert bad.exit_code == 2 and "has no shape 'nope'" in bad.stderr
+
+
+def _bound_json(*args):
+    import json
+
+    result = CliRunner().invoke(app, ["bound", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout[result.stdout.index("{") :])
+
+
+def _one_line_error(*args) -> str:
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 2, result.output
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.output, result.output
+    return result.stderr.strip()
+
+
+def test_ring_attention_at_a_real_shape_traces_on_meta_with_bf16_matmuls(monkeypatch):
+    import pkroof.profilers.launch as launch
+    from pkroof.rooflines import Collective
+    from pkroof.topology import resolve
+
+    def no_cpu_ranks(*a, **kw):
+        raise AssertionError("ring-attention must trace on meta tensors, not on CPU ranks (they need 32k's memory)")
+
+    monkeypatch.setattr(launch, "run_ranks", no_cpu_ranks)
+    problem = next(p for p in SUITE if p.name == "ring-attention")
+    seq, heads, kv_heads, d, world = 32768, 32, 8, 128, 8  # llama3-8b-32k on 8 ranks
+    w = trace_on_meta(problem, world, problem.params("llama3-8b-32k"))
+    # each rank's seq/P queries meet all seq keys, per head: QKᵀ and PV are 2·(seq/P)·seq·d FLOPs each; the reference
+    # upcasts to fp32 for its accuracy, the problem's math (its inputs) is bf16
+    flops = 2 * 2 * heads * (seq // world) * seq * d
+    assert w.flops_by_dtype == {"bf16": flops}
+    # around the ring: P − 1 steps, each sending this rank's K and V chunks [seq/P, kv_heads, d] bf16 to the next
+    chunk = (seq // world) * kv_heads * d * 2
+    assert [(op.kind, op.size_bytes, op.group_size) for op in w.comm] == [(Collective.SEND_RECV, chunk, 2)] * (
+        2 * (world - 1)
+    )
+    out = _bound_json("ring-attention", "--shape", "llama3-8b-32k", "--topology", "hgx-h100-8")
+    assert out["terms"]["compute_s"] == pytest.approx(flops / resolve("hgx-h100-8").system(8).peak_flops["bf16"])
+    text = CliRunner().invoke(app, ["bound", "ring-attention", "--shape", "llama3-8b-32k"]).stdout
+    assert f"one-shot ×{2 * (world - 1)}" in text and "one-shot,one-shot" not in text  # one column, not 14 repeats
+
+
+def test_dtype_applies_to_suite_problems_or_is_refused_in_one_line():
+    from pkroof.rooflines import Collective
+
+    tokens, hidden, world = 64, 256, 8  # all-reduce-rmsnorm's small shape, traced with its bf16 inputs cast to fp32
+    out = _bound_json("all-reduce-rmsnorm", "--dtype", "fp32")
+    assert out["dtype"] == "fp32"
+    assert [(c["kind"], c["size_bytes"]) for c in out["comm"]] == [(Collective.ALL_REDUCE.value, tokens * hidden * 4)]
+    # read partial, residual [tokens, hidden] and gamma [hidden]; write normed and the new residual: all fp32
+    assert out["hbm_bytes"] == 4 * (4 * tokens * hidden + hidden)
+    assert (
+        "(tokens=64, hidden=256, fp32)"
+        in CliRunner().invoke(app, ["bound", "all-reduce-rmsnorm", "--dtype", "fp32"]).stdout
+    )
+    # a hand-written workload takes the dtype: llama3-70b-tp8 down projection in fp8, m·n·k with k = 28672 / 8
+    m, n, k = 8192, 8192, 28672 // world
+    out = _bound_json("gemm-reduce-scatter", "--shape", "llama3-70b-tp8", "--dtype", "fp8")
+    assert (out["dtype"], out["flops"], out["comm"][0]["size_bytes"]) == ("fp8", 2 * m * n * k, m * n * 1)
+    # a collective's size stays bytes in any dtype (nccl-tests' convention), as with --size
+    out = _bound_json("all-reduce", "--shape", "llama3-70b-tp8-activation", "--dtype", "fp32")
+    assert (out["dtype"], out["comm"][0]["size_bytes"]) == ("fp32", 8192 * 8192 * 2)
+    # tf32: fp32 tensors, matmuls at the tf32 rate: ring-attention's small shape on 8 ranks
+    out = _bound_json("ring-attention", "--dtype", "tf32")
+    assert out["dtype"] == "tf32" and out["flops"] == 2 * 2 * 4 * (64 // world) * 64 * 16
+    # a reference that needs data is traced on CPU ranks in its own dtype only
+    err = _one_line_error("bound", "moe-dispatch", "--dtype", "fp32")
+    assert "moe-dispatch" in err and "bounded only in the dtype of its inputs, bf16" in err
+    assert "unknown dtype 'fp64'" in _one_line_error("bound", "all-reduce-rmsnorm", "--dtype", "fp64")
+
+
+def test_suite_parameters_of_a_builtin_name_start_from_its_documented_default_shape():
+    # README: the built-in GEMMs default to Llama-3-70B's MLP at TP=8 on 8192 tokens; the suite's spelling of it is
+    # llama3-70b-tp8 (tokens=8192, in_features=28672, out_features=8192): k = 28672 / 8 per rank, n = 8192
+    out = _bound_json("gemm-reduce-scatter", "-p", "tokens=4096")
+    assert out["params"] == {"m": 4096, "n": 8192, "k": 28672 // 8}
+    err = _one_line_error("bound", "gemm-reduce-scatter", "-p", "x=5")
+    assert "no parameter x" in err and "m, n, k" in err and "tokens, in_features, out_features" in err
+    err = _one_line_error("bound", "gemm-reduce-scatter", "-p", "tokens=4096", "-p", "m=5")
+    assert "not a mix" in err
+
+
+def test_a_user_problem_whose_code_raises_is_one_line_naming_the_file_and_function(tmp_path):
+    head = (
+        '"""A user problem."""\nimport torch\nimport torch.distributed as dist\n'
+        'CATEGORY = "collective"\nSOURCE = "a test"\nSHAPES = {"small": dict(n=64)}\n'
+    )
+    raises = tmp_path / "raises.py"
+    raises.write_text(
+        head + "def inputs(rank, world_size, *, seed, device, n):\n"
+        "    return (torch.ones(n, dtype=torch.bfloat16, device=device),)\n"
+        "def reference(x):\n    return x / undefined_helper\n"
+    )
+    err = _one_line_error("bound", str(raises))
+    assert err == f"pkroof: {raises}: reference() raised NameError: name 'undefined_helper' is not defined"
+    broken = tmp_path / "broken.py"
+    broken.write_text(head + "import not_a_module_anywhere\n")
+    err = _one_line_error("bound", str(broken))
+    assert str(broken) in err and "ModuleNotFoundError" in err
+
+
+def test_analytic_workloads_on_72_ranks_round_collective_sizes_and_say_why_a_shape_is_left_out():
+    from pkroof.profilers.analysis import cheap_workload, sweep
+    from pkroof.topology import resolve
+
+    by_name = {p.name: p for p in SUITE}
+    world = 72
+    # 8192 × 8192 bf16 gathered over 72 ranks: rounded down to whole chunks of 16 B per rank
+    size = 8192 * 8192 * 2
+    w = cheap_workload(by_name["all-gather"], world, by_name["all-gather"].params("llama3-70b-tp8-activation"))
+    assert w.params == {"size": size - size % (16 * world)} and w.comm[0].size_bytes == size - size % (16 * world)
+    with pytest.raises(ValueError, match="in_features=28672 is not divisible by the world size 72"):
+        cheap_workload(by_name["gemm-all-reduce"], world, by_name["gemm-all-reduce"].params("llama3-70b-tp8"))
+    # a traced problem's shape error is its own reason, not "needs data to trace"
+    with pytest.raises(ValueError, match="seq=32768 is not divisible by the world size 72"):
+        cheap_workload(by_name["ring-attention"], world, by_name["ring-attention"].params("llama3-70b-32k"))
+    assert cheap_workload(by_name["moe-dispatch"], 8, by_name["moe-dispatch"].params()) is None  # needs data
+    system = resolve("gb200-nvl72").system(world)
+    points = sweep(by_name["reduce-scatter"], by_name["reduce-scatter"].params(), world, system)
+    assert len(points) == 10  # 4 KiB … 1 GiB, every size rounded to split over 72 ranks

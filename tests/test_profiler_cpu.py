@@ -216,3 +216,52 @@ def test_graph_samples_hold_enough_back_to_back_calls():
     assert calls_per_sample(300e-6) == 9  # ceil(2 ms / 300 µs) = 7 -> 9
     assert calls_per_sample(5e-3) == 3  # longer than a sample: still every input set once
     assert calls_per_sample(25e-6) == 21  # 80 calls capped at 21 (a multiple of 3, as nccl-tests' 20 iterations)
+
+
+HEAD = (
+    '"""A user problem. From a test."""\nimport os\nimport signal\nimport torch\nimport torch.distributed as dist\n'
+    'CATEGORY = "collective"\nSOURCE = "a test"\nSHAPES = {"small": dict(n=64)}\n'
+    "def inputs(rank, world_size, *, seed, device, n):\n"
+    "    return (torch.ones(n, dtype=torch.bfloat16, device=device),)\n"
+)
+
+
+def test_a_reference_that_fails_on_cpu_ranks_is_one_line_saying_why(tmp_path):
+    from pkroof.profilers.trace import TraceError
+
+    raises = tmp_path / "raises.py"  # .item() needs data: meta fails, the CPU ranks run it and it raises there
+    raises.write_text(HEAD + "def reference(x):\n    if x.sum().item() > 0:\n        raise KeyError('lost')\n")
+    with pytest.raises(TraceError) as e:
+        trace(load(str(raises)), 2, {"n": 64})
+    assert str(e.value) == f"{raises}: reference() raised KeyError: 'lost'"
+    killed = tmp_path / "killed.py"  # rank 1 dies as the OOM killer kills (SIGKILL): its peer then fails too
+    killed.write_text(
+        HEAD + "def reference(x):\n"
+        "    if x.sum().item() > 0 and dist.get_rank() == 1:\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "    out = x.clone()\n    dist.all_reduce(out)\n    return out\n"
+    )
+    with pytest.raises(TraceError) as e:
+        trace(load(str(killed)), 2, {"n": 64})
+    message = str(e.value)
+    assert message.startswith("tracing killed at small on 2 CPU ranks was killed (signal 9: out of memory?)")
+    assert "Tensor.item() cannot be called on meta tensors" in message and "\n" not in message
+
+
+def test_flops_are_charged_at_the_problems_dtype_when_the_reference_upcasts(tmp_path):
+    upcasts = tmp_path / "upcasts.py"
+    upcasts.write_text(
+        '"""bf16 GEMM computed in fp32. From a test."""\nimport torch\n'
+        'CATEGORY = "tp-gemm"\nSOURCE = "a test"\nSHAPES = {"small": dict(m=64, n=32, k=16)}\n'
+        "def inputs(rank, world_size, *, seed, device, m, n, k):\n"
+        "    return torch.ones(m, k, dtype=torch.bfloat16, device=device), torch.ones(k, n, dtype=torch.bfloat16,"
+        " device=device)\n"
+        "def reference(a, b):\n    return (a.float() @ b.float()).to(a.dtype)\n"
+    )
+    m, n, k = 64, 32, 16
+    w = trace_on_meta(load(str(upcasts)), 2, {"m": m, "n": n, "k": k})
+    assert w.flops_by_dtype == {"bf16": 2 * m * n * k}  # the fp32 upcast is the reference's, the math is bf16's
+    assert w.dtype == "bf16"
+    # --dtype fp8: the bf16 inputs cast to fp8 on meta, and the same upcast matmul charged at the fp8 rate
+    w = trace_on_meta(load(str(upcasts)), 2, {"m": m, "n": n, "k": k}, dtype="fp8")
+    assert w.flops_by_dtype == {"fp8": 2 * m * n * k}

@@ -1,6 +1,7 @@
 """`pkroof report` end to end on recorded results: pages for every problem, hostile names escaped, bad lines skipped."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -88,6 +89,28 @@ def test_without_results_the_report_is_analytic_for_the_topology(tmp_path):
     assert "llama3-70b-tp8" in page or "8192" in page  # a real model's shape, not the tiny default
     assert "not measured" in page
     assert "its reference needs data to trace" in result.stdout  # MoE & co. are said to be left out, not dropped
+    index = (out / "index.html").read_text()
+    assert 'id="left-out"' in index and "moe-dispatch</td><td>its reference needs data to trace" in index
+
+
+def test_an_analytic_report_names_each_problem_left_out_with_the_real_reason(tmp_path):
+    from pkroof.profilers.problems import load, suite
+
+    out = tmp_path / "nvl72"
+    result = CliRunner().invoke(app, ["report", "--topology", "gb200-nvl72", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    gemv = load("decode-gemv-all-reduce").params("llama3-70b-tp8")
+    assert gemv["in_features"] % 72 != 0  # its shape check fails before any trace could
+    reason = f"at llama3-70b-tp8: in_features={gemv['in_features']} is not divisible by the world size 72"
+    assert f"decode-gemv-all-reduce: left out on gb200-nvl72 ({reason})" in result.stdout
+    assert "decode-gemv-all-reduce: left out on gb200-nvl72 (its reference needs data" not in result.stdout
+    index = (out / "index.html").read_text()
+    left = index[index.index('id="left-out"') : index.index("<h2>Pages</h2>")]
+    named = re.findall(r"<tr><td>([^<]+)</td><td>", left)
+    pages = {p.name for p in out.glob("problem-*.html")}
+    assert f"decode-gemv-all-reduce</td><td>{reason}</td>" in left
+    assert len(named) + len(pages) == len(suite()) and not {f"problem-{n}.html" for n in named} & pages
+    assert f"{len(named)} problems left out" in index
 
 
 def test_report_run_without_gpus_is_one_line_and_exit_1(tmp_path, monkeypatch):
@@ -103,6 +126,7 @@ def test_report_run_without_gpus_is_one_line_and_exit_1(tmp_path, monkeypatch):
     assert result.exit_code == 1
     assert result.stderr.count("\n") == 1 and "no NVIDIA GPU found" in result.stderr
     assert not (tmp_path / "r").exists()  # no half-made report
+    assert not (tmp_path / "r-data").exists()  # nor an empty data folder
 
 
 def test_recorded_results_render_without_torch(tmp_path):
@@ -159,6 +183,44 @@ def test_the_main_job_renders_h200x2_and_every_other_preset(tmp_path):
     assert 'src="../../plotly.min.js"' in sub
     assert 'href="presets/hgx-b200-8/index.html"' in (out / "index.html").read_text()
     _links_resolve(out)
+    from pkroof.profilers.problems import suite
+
+    for name in PRESETS:  # every suite problem has a page on each preset, or is named there with its reason
+        folder = out if name == "h200x2" else out / "presets" / name
+        index = (folder / "index.html").read_text()
+        named = (
+            re.findall(r"<tr><td>([^<]+)</td><td>", index[index.find('id="left-out"') :]) if name != "h200x2" else []
+        )
+        assert len(named) + len(list(folder.glob("problem-*.html"))) == len(suite()), name
+        assert not named or f"{name}: {len(named)} of {len(suite())} problems left out" in result.stdout
+
+
+def test_each_index_row_is_advised_at_its_own_size_when_computed_from_the_records(tmp_path):
+    """Records without a stored analysis: the report traces each (shape, world size) at its own parameters."""
+    from pkroof.topology import preset
+
+    sizes = (256 << 10, 1 << 30)
+    lines = []
+    for size in sizes:
+        r = _record("reference", "correct", 1e-3) | {"problem": "all-reduce", "shape": f"small size={size}"}
+        lines.append(r | {"params": {"size_bytes": size}, "environment": {"topology": "h200x2"}})
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    out = tmp_path / "r"
+    result = CliRunner().invoke(app, ["report", str(results), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    page = (out / "problem-all-reduce.html").read_text()
+    advice = page[page.index("<h2>Advice</h2>") : page.index("<h2>Environment</h2>")]
+    predicted = {}
+    for row in re.findall(r"<tr>(.*?)</tr>", advice, re.S)[1:]:
+        shape = re.search(r"<td>(small size=\d+)", row).group(1)
+        t = re.findall(r'<td class="num">([\d.]+) (ns|µs|ms|s)</td>', row)[0]
+        predicted[shape] = float(t[0]) * {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}[t[1]]
+    assert set(predicted) == {f"small size={s}" for s in sizes}
+    beta = preset("h200x2").scaleup.total_bandwidth_Bps  # nominal, per direction: no mechanism is faster
+    for size in sizes:  # an all-reduce on 2 ranks puts at least the buffer on each rank's link
+        assert predicted[f"small size={size}"] >= 2 * (2 - 1) / 2 * size / beta
+    assert predicted[f"small size={1 << 30}"] > 100 * predicted[f"small size={256 << 10}"]
 
 
 def test_the_main_job_runs_without_torch(tmp_path):

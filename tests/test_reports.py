@@ -86,14 +86,22 @@ def test_an_ll_kernel_and_ll_advice_show_their_protocol_beside_the_mechanism():
     push = _record("all-reduce", "pkroof-one-shot-push", "correct", 6e-6, mechanism="sm-store", schedule="serial")
     frame = frames.records_frame([ll, push])
     assert list(frame["mechanism"]) == ["sm-store LL", "sm-store"]  # records without a protocol: simple
-    advice = {"all-reduce": {"mechanism": "sm-store", "schedule": "serial", "protocol": "ll", "t_s": 4e-6}}
+    advice = {
+        ("all-reduce", "small", 2): {"mechanism": "sm-store", "schedule": "serial", "protocol": "ll", "t_s": 4e-6}
+    }
     index = frames.index_frame(frame, categories={"all-reduce": "collective"}, advice=advice)
     assert index.iloc[0]["mechanism"] == "sm-store LL"
 
 
 def test_index_frame_compares_reference_with_best_and_takes_advice_as_data():
-    advice = {
-        "all-reduce": {"mechanism": "sm-store", "schedule": "inter-sm", "t_s": 45e-6, "headroom": 2.1, "reason": "r"}
+    advice = {  # keyed by the index row it was computed for: (problem, shape, world size)
+        ("all-reduce", "small", 2): {
+            "mechanism": "sm-store",
+            "schedule": "inter-sm",
+            "t_s": 45e-6,
+            "headroom": 2.1,
+            "reason": "r",
+        }
     }
     index = frames.index_frame(frames.records_frame(_records()), categories={"all-reduce": "collective"}, advice=advice)
     assert list(index["problem"]) == ["all-gather", "all-reduce", "gemm-rs"]
@@ -237,8 +245,19 @@ def _write(out: Path, records: list[dict] | None = None, **overrides) -> list[Pa
     arguments = {
         "topology": preset("h200x2"),
         "records": records if records is not None else _records(),
-        "bounds": {"all-reduce": {"summary": {"t_roof_s": T_ROOF, "limiter": "link"}, "sweep": _sweep()}},
-        "advice": {"all-reduce": {"mechanism": "sm-store", "schedule": "inter-sm", "t_s": 45e-6, "headroom": 2.1}},
+        "bounds": {
+            "all-reduce": {
+                "shapes": [
+                    {
+                        "shape": "small",
+                        "world_size": 2,
+                        "summary": {"t_roof_s": T_ROOF, "limiter": "link"},
+                        "advice": {"mechanism": "sm-store", "schedule": "inter-sm", "t_s": 45e-6, "headroom": 2.1},
+                    }
+                ],
+                "sweep": _sweep(),
+            }
+        },
         "categories": {"all-reduce": "collective"},
         "problems_meta": {"all-reduce": {"doc": "All-reduce of one bf16 tensor", "command": "pkroof profile"}},
     }

@@ -105,6 +105,14 @@ def _sustained(rates):
     return mutate
 
 
+def _duplex(rate_Bps):
+    def mutate(d):
+        d["mechanisms"]["sm-load"]["duplex_bandwidth_Bps"] = rate_Bps
+        d["mechanisms"]["sm-load"]["sources"]["duplex_bandwidth_Bps"] = "pk-2025"
+
+    return mutate
+
+
 def _broken(mutate):
     data = copy.deepcopy(to_dict(preset("hgx-h100-8")))
     mutate(data)
@@ -140,6 +148,12 @@ def _broken(mutate):
         (lambda d: d["sources"]["pk-2025"].update(basis="guessed"), "sources.pk-2025.basis"),
         (lambda d: d.update(nodes=2, nic=None), "nic: 2 nodes need a network"),
         (lambda d: d["scaleup"].update(multicast=False), "multimem.available: the scale-up fabric has no multicast"),
+        (lambda d: d["gpu"]["peak_flops"].update(int4=4e15), "gpu.peak_flops.int4: unknown precision (known: fp8,"),
+        (lambda d: d.update(name=""), "name: must not be empty"),
+        (lambda d: d.update(name="  "), "name: must not be empty"),
+        (lambda d: d["gpu"].update(name=""), "gpu.name: must not be empty"),
+        # both directions busy, each still moves at most the link's 18 × 25 GB/s = 450 GB/s
+        (_duplex(451e9), "mechanisms.sm-load.duplex_bandwidth_Bps: 4.51e+11 exceeds the scale-up link's 4.5e+11"),
     ],
 )
 def test_malformed_topologies_are_refused_naming_the_field(mutate, expected):

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from pkroof.rooflines import Collective, Mechanism, System, TransferModel
 from pkroof.rooflines.mechanisms import DEVICE_INITIATED, OVERLAPPED
+from pkroof.rooflines.workload import DTYPE_BYTES
 
 BASES = ("nominal", "measured")
 SCALEUP_KINDS = ("nvswitch", "nvlink", "pcie")
@@ -75,7 +76,11 @@ class GPU:
 
     def __post_init__(self) -> None:
         _check_record(self, positive=("sm_count", "hbm_capacity_bytes", "hbm_bandwidth_Bps"))
+        if not self.name.strip():
+            raise ValueError("name: must not be empty (the exact NVML product name)")
         for dtype, value in self.peak_flops.items():
+            if dtype not in DTYPE_BYTES:
+                raise ValueError(f"peak_flops.{dtype}: unknown precision (known: {', '.join(DTYPE_BYTES)})")
             if not value > 0:
                 raise ValueError(f"peak_flops.{dtype}: must be positive, got {value}")
         for dtype, value in self.sustained_flops.items():
@@ -290,6 +295,8 @@ class Topology:
     probe: Probe | None = None  # the measurements behind a measured topology
 
     def __post_init__(self) -> None:
+        if not self.name.strip():
+            raise ValueError("name: must not be empty (results and reports are labelled by it)")
         if self.nodes < 1:
             raise ValueError(f"nodes: must be at least 1, got {self.nodes}")
         if self.gpus_per_node < 1:
@@ -301,6 +308,8 @@ class Topology:
             if name not in MECHANISMS:
                 raise ValueError(f"mechanisms.{name}: unknown mechanism (known: {', '.join(MECHANISMS)})")
             rates = {"peak_bandwidth_Bps": spec.peak_bandwidth_Bps} if spec.available else {}
+            if spec.available and spec.duplex_bandwidth_Bps is not None:
+                rates["duplex_bandwidth_Bps"] = spec.duplex_bandwidth_Bps
             for kind, regimes in spec.collectives.items():
                 rates |= {
                     f"collectives.{kind}[{i}].peak_bandwidth_Bps": r.peak_bandwidth_Bps for i, r in enumerate(regimes)
@@ -357,7 +366,7 @@ class Topology:
 
     def system(self, world_size: int | None = None) -> System:
         """The numbers the roofline needs for a run of `world_size` ranks (default: every GPU)."""
-        world = world_size or self.num_gpus
+        world = self.num_gpus if world_size is None else world_size
         if world > self.num_gpus:
             raise ValueError(f"world size {world} is larger than {self.name}'s {self.num_gpus} GPUs")
         if world < 2:

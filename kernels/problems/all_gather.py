@@ -36,5 +36,5 @@ def reference(shard):
     return out
 
 
-def workload(world_size, *, size_bytes) -> Workload:
-    return build("all-gather", world_size, "bf16", size=size_bytes)
+def workload(world_size, *, size_bytes, dtype="bf16") -> Workload:
+    return build("all-gather", world_size, dtype, size=size_bytes)

@@ -38,13 +38,13 @@ def reference(a_shard, b):
     return a @ b
 
 
-def workload(world_size, *, tokens, in_features, out_features):
+def workload(world_size, *, tokens, in_features, out_features, dtype="bf16"):
     """The built-in all-gather-gemm: m the gathered rows, k the inner dimension, n this rank's output columns."""
     per_rank(tokens, world_size, "tokens")
     return build(
         "all-gather-gemm",
         world_size,
-        "bf16",
+        dtype,
         m=tokens,
         n=per_rank(out_features, world_size, "out_features"),
         k=in_features,

@@ -1,9 +1,12 @@
 """DDP gradient bucket all-reduce, averaged over ranks. From pytorch/pytorch torch/distributed/algorithms/ddp_comm_hooks/default_hooks.py::allreduce_hook."""
 
+from dataclasses import replace
+
 import torch
 import torch.distributed as dist
 
 from pkroof.kernels.problems._random import generator
+from pkroof.rooflines.workloads import build
 
 CATEGORY = "data-parallel"
 SOURCE = "pytorch/pytorch: torch/distributed/algorithms/ddp_comm_hooks/default_hooks.py::allreduce_hook"
@@ -25,3 +28,9 @@ def reference(bucket):
     out = bucket / dist.get_world_size()  # the hook divides before it sums (tensor.div_ in _allreduce_fut)
     dist.all_reduce(out)
     return out
+
+
+def workload(world_size, *, size_bytes, dtype="bf16"):
+    """An all-reduce of the bucket (the division is elementwise: no FLOPs counted, no extra HBM pass in a fused
+    kernel); size_bytes stays the bucket's bytes in any dtype, as DDP's bucket_cap_mb."""
+    return replace(build("all-reduce", world_size, dtype, size=size_bytes), name="ddp-bucket-all-reduce")

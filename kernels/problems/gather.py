@@ -34,5 +34,5 @@ def reference(shard):
     return torch.cat(gather_list) if root else shard.new_empty(0)
 
 
-def workload(world_size, *, size_bytes) -> Workload:
-    return build("gather", world_size, "bf16", size=size_bytes)
+def workload(world_size, *, size_bytes, dtype="bf16") -> Workload:
+    return build("gather", world_size, dtype, size=size_bytes)

@@ -40,13 +40,13 @@ def reference(a, b):
     return out
 
 
-def workload(world_size, *, tokens, in_features, out_features):
+def workload(world_size, *, tokens, in_features, out_features, dtype="bf16"):
     """The built-in gemm-reduce-scatter: m×n the full output, k each rank's slice of the inner dimension."""
     per_rank(tokens, world_size, "tokens")
     return build(
         "gemm-reduce-scatter",
         world_size,
-        "bf16",
+        dtype,
         m=tokens,
         n=out_features,
         k=per_rank(in_features, world_size, "in_features"),

@@ -32,5 +32,5 @@ def reference(x):
     return out if dist.get_rank() == 0 else x.new_empty(0)
 
 
-def workload(world_size, *, size_bytes) -> Workload:
-    return build("reduce", world_size, "bf16", size=size_bytes)
+def workload(world_size, *, size_bytes, dtype="bf16") -> Workload:
+    return build("reduce", world_size, dtype, size=size_bytes)

@@ -36,5 +36,5 @@ def reference(x):
     return out
 
 
-def workload(world_size, *, size_bytes) -> Workload:
-    return build("reduce-scatter", world_size, "bf16", size=size_bytes)
+def workload(world_size, *, size_bytes, dtype="bf16") -> Workload:
+    return build("reduce-scatter", world_size, dtype, size=size_bytes)

@@ -39,5 +39,5 @@ def reference(x):
     return x.new_empty(0)
 
 
-def workload(world_size, *, size_bytes) -> Workload:
-    return build("send-recv", world_size, "bf16", size=size_bytes)
+def workload(world_size, *, size_bytes, dtype="bf16") -> Workload:
+    return build("send-recv", world_size, dtype, size=size_bytes)

@@ -39,5 +39,5 @@ def reference(master, grads):
     _reduce_scatter_tensor(grad_shard, grads, op=dist.ReduceOp.AVG)
     new_master = master - LR * grad_shard.float()
     params = grads.new_empty(grads.numel())
-    _all_gather_into_tensor(params, new_master.to(torch.bfloat16))
+    _all_gather_into_tensor(params, new_master.to(grads.dtype))  # the model's dtype: bf16
     return params, new_master
