@@ -251,7 +251,8 @@ def builtin_kernels_text(problem: str, advice: Advice) -> str:
         except ImportError:  # no triton here: name it without its pair
             pair = None
         said = f"{_mechanism(pair)} + {pair['schedule']}" if pair else impl.family
-        mark = "  <- the recommended pair" if pair and (_mechanism(pair), pair["schedule"]) == best else ""
+        runs_best = pair and pair.get("algorithm") in (None, *advice.best.algorithms)  # one-shot LL, not two-shot
+        mark = "  <- the recommended pair" if runs_best and (_mechanism(pair), pair["schedule"]) == best else ""
         lines.append(f"  {name:34} {said}{mark}")
     if not lines:
         return ""

@@ -20,3 +20,20 @@ def test_topology_show_lists_the_probes_health_flags_like_the_report():
 def test_memory_is_not_called_hbm_for_a_gddr_gpu():
     text = topology_text(preset("pcie-l40s-8"))  # the L40S has 48 GB of GDDR6 (its datasheet, the preset's source)
     assert "HBM at" not in text and "memory at" in text
+
+
+def test_advise_marks_only_the_built_ins_that_run_the_recommended_algorithm():
+    import pytest
+
+    pytest.importorskip("triton")  # the kernels declare their pair in code that imports triton
+    from pkroof.rooflines import advise, bound
+    from pkroof.rooflines.workloads import build
+    from pkroof.show import builtin_kernels_text
+
+    # 256 KiB on 2 ranks: the model prefers LL (no flag step; README), and on 2 ranks a one-shot all-reduce sends S
+    # in one step where a two-shot sends S/2 twice, in two dependent steps: one-shot it is
+    system = preset("h200x2").system(2)
+    advice = advise(bound(build("all-reduce", 2, "bf16", size=256 * 1024), system))
+    assert advice.best.label == "sm-store LL" and advice.best.algorithms == ("one-shot",)
+    marked = [line for line in builtin_kernels_text("all-reduce", advice).splitlines() if "recommended" in line]
+    assert [line.split()[0] for line in marked] == ["pkroof-one-shot-ll"]  # not pkroof-two-shot-ll (two-shot)
