@@ -20,13 +20,25 @@ the kernel runs (a one-shot kernel on 8 ranks is predicted as one-shot even wher
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from enum import StrEnum
+from typing import Any, TypeVar
 
 from pkroof.rooflines import Algorithm, Mechanism, Protocol, Schedule
 from pkroof.rooflines.mechanisms import LL_PUSH
 
 ATTRIBUTE = "pkroof_pair"
 USED = "pkroof_comm_sms_used"
+
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def _named(kind: type[E], what: str, value: str) -> E:
+    """kind(value), or a ValueError that lists the names there are."""
+    try:
+        return kind(value)
+    except ValueError:
+        raise ValueError(f"@declare {what} {value!r} is not one of {', '.join(kind)}") from None
 
 
 def declare(
@@ -41,10 +53,14 @@ def declare(
     by (Protocol: "simple", a flag behind the data, or "ll", flags inside the data) and the algorithm it runs
     ("one-shot", "two-shot"...; None: the model takes the cheapest); unknown names are a ValueError at import
     time, as is LL on anything but a serial SM-store collective (the only LL the model has)."""
-    pair = {"mechanism": Mechanism(mechanism).value, "schedule": Schedule(schedule).value, "comm_sms": comm_sms}
+    pair = {
+        "mechanism": _named(Mechanism, "mechanism", mechanism).value,
+        "schedule": _named(Schedule, "schedule", schedule).value,
+        "comm_sms": comm_sms,
+    }
     if algorithm is not None:
-        pair["algorithm"] = Algorithm(algorithm).value
-    if Protocol(protocol) is Protocol.LL:
+        pair["algorithm"] = _named(Algorithm, "algorithm", algorithm).value
+    if _named(Protocol, "protocol", protocol) is Protocol.LL:
         if Mechanism(mechanism) not in LL_PUSH or Schedule(schedule) is not Schedule.SERIAL:
             raise ValueError(f"protocol ll: the model has it for serial {', '.join(sorted(LL_PUSH))} only")
         pair["protocol"] = Protocol.LL.value

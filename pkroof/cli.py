@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -151,6 +152,9 @@ def profile(
         )
     except ValueError as e:
         _fail(str(e))
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (TerminatedError) while ranks ran: they were stopped
+        typer.echo(f"pkroof: stopped, and its ranks with it; what was measured is in {out / 'results.jsonl'}", err=True)
+        raise typer.Exit(128 + getattr(e, "signum", signal.SIGINT)) from None
 
 
 @app.command()

@@ -9,11 +9,14 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import signal
 import socket
 import tempfile
+import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 # NVLink multicast (NVLS) stays off unless the user asks pkroof for it: on shared hosts it can take GPUs out of
@@ -31,11 +34,54 @@ def keep_multicast_off(*, allowed: bool = False) -> None:
 
 
 class RankFailedError(RuntimeError):
-    """A rank raised or exited non-zero; `message` is its last error line when it could say one."""
+    """A rank raised, was killed or exited before returning a result; `message` is its last error line when it could
+    say one, else "" and `how` says how it ended."""
 
     def __init__(self, rank: int, exitcode: int | None, message: str = "", details: str = "") -> None:
         self.rank, self.exitcode, self.message, self.details = rank, exitcode, message, details
         super().__init__(f"rank {rank} failed (exit code {exitcode})" + (f": {message}" if message else ""))
+
+    @property
+    def how(self) -> str:
+        """'was killed by SIGSEGV (code -11)' or 'exited (code 0) before returning a result'."""
+        if self.exitcode is not None and self.exitcode < 0:
+            try:
+                name = signal.Signals(-self.exitcode).name
+            except ValueError:
+                name = f"signal {-self.exitcode}"
+            return f"was killed by {name} (code {self.exitcode})"
+        return f"exited (code {self.exitcode}) before returning a result"
+
+
+class TerminatedError(KeyboardInterrupt):
+    """SIGTERM or SIGHUP reached this process while ranks ran; raised as Ctrl-C raises KeyboardInterrupt, so the
+    ranks are stopped on the way out rather than left running as orphans."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
+
+
+@contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into TerminatedError here, where they would kill this process and orphan its ranks.
+    A signal already ignored (nohup) or handled stays so; only the main thread may set handlers."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise TerminatedError(signum)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+    for s, handler in before.items():
+        if handler is signal.SIG_DFL:
+            signal.signal(s, stop)
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
 
 
 class RankTimeoutError(RuntimeError):
@@ -97,33 +143,42 @@ def stop_ranks(procs: list) -> None:
             p.join()
 
 
-def _failed(procs: list, errors: Path | None) -> RankFailedError | None:
-    """The first rank that failed, one killed by a signal (the OOM killer's -9) first: its peers then fail too,
-    on the broken connection, and would hide the cause."""
-    order = sorted(range(len(procs)), key=lambda r: (procs[r].exitcode or 0) >= 0)
-    for rank in order:
-        p = procs[rank]
-        if p.exitcode not in (None, 0):
-            details = ""
-            if errors is not None and (errors / f"{rank}.error").exists():
-                details = (errors / f"{rank}.error").read_text().strip()
-            return RankFailedError(rank, p.exitcode, details.splitlines()[-1] if details else "", details)
-    return None
+def _failed(procs: list, folder: Path | None) -> RankFailedError | None:
+    """The rank that failed first. With `folder` (run_ranks'), a rank that exited, even with code 0, without
+    writing its result there failed. A rank that ended without raising (a signal such as the OOM killer's -9, a
+    segfault, os._exit) comes first, one killed by a signal before one that exited: its peers then raise on the
+    broken connection, and would hide the cause. Among ranks that raised, the first to write its error."""
+
+    def returned(rank: int) -> bool:
+        return procs[rank].exitcode == 0 and (folder is None or (folder / f"{rank}.pickle").exists())
+
+    def raised_at(rank: int) -> int | None:  # when the rank wrote its error, ns
+        error = folder / f"{rank}.error" if folder is not None else None
+        return error.stat().st_mtime_ns if error is not None and error.exists() else None
+
+    failed = [r for r, p in enumerate(procs) if p.exitcode is not None and not returned(r)]
+    if not failed:
+        return None
+    times = {r: raised_at(r) for r in failed}
+    rank = min(failed, key=lambda r: (times[r] is not None, procs[r].exitcode >= 0, times[r] or 0, r))
+    details = (folder / f"{rank}.error").read_text().strip() if times[rank] is not None else ""
+    return RankFailedError(rank, procs[rank].exitcode, details.splitlines()[-1] if details else "", details)
 
 
-def wait_ranks(procs: list, deadline_s: float, errors: Path | None = None) -> None:
-    """Return when every rank exited 0; raise RankFailedError or RankTimeoutError otherwise (the caller stops them)."""
+def wait_ranks(procs: list, deadline_s: float, folder: Path | None = None) -> None:
+    """Return when every rank exited 0 (and, with `folder`, wrote its result there); raise RankFailedError or
+    RankTimeoutError otherwise (the caller stops them)."""
     start = time.monotonic()
     while any(p.is_alive() for p in procs):
-        failure = _failed(procs, errors)
+        failure = _failed(procs, folder)
         if failure:
             raise failure
         if time.monotonic() - start > deadline_s:
             raise RankTimeoutError(
-                f"the ranks did not finish in {deadline_s:g} s and were stopped", _phases(procs, errors)
+                f"the ranks did not finish in {deadline_s:g} s and were stopped", _phases(procs, folder)
             )
         time.sleep(0.05)
-    failure = _failed(procs, errors)
+    failure = _failed(procs, folder)
     if failure:
         raise failure
 
@@ -166,7 +221,7 @@ def run_ranks(fn: Callable, world: int, args: tuple = (), *, backend: str = "glo
     2xH200 node: EADDRINUSE, and the job was recorded as crashed); then the ranks start again on another port,
     up to PORT_TRIES times. Nothing of fn has run by then: rank 0 fails while creating the process group."""
     for attempt in range(PORT_TRIES):
-        with tempfile.TemporaryDirectory(prefix="pkroof-ranks-") as folder:
+        with tempfile.TemporaryDirectory(prefix="pkroof-ranks-") as folder, _stopped_by_signals():
             procs = start_ranks(_rank_main, world, (fn, args, backend, free_port(), folder))
             try:
                 wait_ranks(procs, timeout_s, Path(folder))

@@ -23,10 +23,17 @@ def key(record: dict[str, Any]) -> tuple:
 
 
 def append(path: Path, record: dict[str, Any]) -> None:
-    """Append one line and make it durable before going on: nothing measured is lost to a later crash."""
+    """Append one line and make it durable before going on: nothing measured is lost to a later crash. After a line
+    that a crash cut short (no newline at the end of the file), the record starts a line of its own."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as f:
-        f.write(json.dumps({"schema": SCHEMA, **record}, sort_keys=True) + "\n")
+    line = json.dumps({"schema": SCHEMA, **record}, sort_keys=True) + "\n"
+    with path.open("a+b") as f:
+        end = f.seek(0, os.SEEK_END)
+        if end:
+            f.seek(end - 1)
+            if f.read(1) != b"\n":
+                line = "\n" + line
+        f.write(line.encode())
         f.flush()
         os.fsync(f.fileno())
 

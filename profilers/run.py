@@ -83,11 +83,31 @@ def resolve_impl(problem: Problem, spec: str) -> Callable[..., Any]:
         raise ValueError(f"implementation file {path} does not exist")
     module_spec = importlib.util.spec_from_file_location(f"pkroof_impl_{Path(path).stem}", path)
     module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as e:
+        raise ValueError(_import_error(path, e)) from None
     fn = getattr(module, name, None)
     if not callable(fn):
         raise ValueError(f"{path} has no function {name!r}")
     return fn
+
+
+def _import_error(path: str, e: Exception) -> str:
+    """One line for an implementation file that does not import: 'file.py:function: ...' where a function's
+    decorator raised (a bad @declare), else 'file.py: cannot import it (SyntaxError: ...)'."""
+    import ast
+    import traceback
+
+    here = Path(path).resolve()
+    lines = [n for f, n in traceback.walk_tb(e.__traceback__) if Path(f.f_code.co_filename).resolve() == here]
+    if lines and not isinstance(e, SyntaxError):
+        for node in ast.walk(ast.parse(here.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and any(
+                d.lineno <= lines[-1] <= (d.end_lineno or d.lineno) for d in node.decorator_list
+            ):
+                return f"{path}:{node.name}: {e}"
+    return f"{path}: cannot import it ({type(e).__name__}: {e})"
 
 
 def _as_tuple(out: Any) -> tuple:
@@ -108,26 +128,32 @@ def _poison_allocator(device: Any, nbytes: int) -> None:
         torch.full((nbytes // 4 + 1,), float("nan"), dtype=torch.float32, device=device)
 
 
-def _compare(got: tuple, want: tuple) -> tuple[bool, float, str]:
-    """(all close, largest absolute error, a line saying what differs)."""
+def _compare(got: tuple, want: tuple) -> tuple[bool, float | None, str]:
+    """(all close, largest absolute error, a line saying what differs). The error is None where it has no number:
+    an output missing, of another shape or dtype, or NaN where the reference is not."""
     import torch
 
     if len(got) != len(want):
-        return False, math.inf, f"returned {len(got)} outputs, the reference {len(want)}"
+        return False, None, f"returned {len(got)} outputs, the reference {len(want)}"
     worst = 0.0
     for i, (g, w) in enumerate(zip(got, want, strict=True)):
         if not isinstance(w, torch.Tensor):
             continue
         if not isinstance(g, torch.Tensor) or g.shape != w.shape or g.dtype != w.dtype:
             what = (tuple(g.shape), g.dtype) if isinstance(g, torch.Tensor) else type(g).__name__
-            return False, math.inf, f"output {i}: got {what}, the reference gives {(tuple(w.shape), w.dtype)}"
+            return False, None, f"output {i}: got {what}, the reference gives {(tuple(w.shape), w.dtype)}"
         if w.numel() == 0:
             continue
         rtol, atol = TOLERANCES.get(str(w.dtype).removeprefix("torch."), (0.0, 0.0))
         gf, wf = g.double(), w.double()
+        nan = gf.isnan() & ~wf.isnan()
+        if bool(nan.any()):
+            first = nan.nonzero()[0].tolist()
+            at = first[0] if len(first) == 1 else tuple(first)
+            return False, None, f"output {i}: has NaN at {int(nan.sum())} of {w.numel()} elements (first at {at})"
         err = (gf - wf).abs()
         bad = ~(err <= atol + rtol * wf.abs())  # NaN (unwritten, poisoned) counts as bad
-        worst = max(worst, float(err.nan_to_num(math.inf).max()))
+        worst = max(worst, float(err.nan_to_num(nan=math.inf, posinf=math.inf).max()))
         if bool(bad.any()):
             return (
                 False,
@@ -137,9 +163,26 @@ def _compare(got: tuple, want: tuple) -> tuple[bool, float, str]:
     return True, worst, ""
 
 
-def _check(problem: Problem, impl: Callable, job: Job, rank: int, device: Any) -> tuple[bool, float, str]:
+def _verdict(trial: int, verdicts: list[tuple[bool, float | None, str]]) -> tuple[bool, float | None, str]:
+    """Every rank's (ok, error, why) for one trial, as one: which ranks differ and how."""
+    errors = [e for _, e, _ in verdicts]
+    worst = None if None in errors or not all(map(math.isfinite, errors)) else max(errors)
+    wrong: dict[str, list[int]] = {}
+    for rank, (ok, _, why) in enumerate(verdicts):
+        if not ok:
+            wrong.setdefault(why, []).append(rank)
+    if not wrong:
+        return True, worst, ""
+    said = [f"rank{'s' * (len(r) > 1)} {', '.join(map(str, r))}: {why}" for why, r in wrong.items()]
+    return False, worst, f"trial {trial + 1}: {'; '.join(said)}"
+
+
+def _check(problem: Problem, impl: Callable, job: Job, rank: int, device: Any) -> tuple[bool, float | None, str]:
+    """TRIALS checks on fresh inputs; after each, every rank learns every rank's verdict (so all stop together
+    where one rank's output differs, rather than wait for it in the next check's collectives)."""
     import torch.distributed as dist
 
+    worst: float | None = 0.0
     for trial in range(TRIALS):
         phase(f"drawing inputs (check {trial + 1} of {TRIALS})")
         inputs = problem.inputs(
@@ -151,15 +194,15 @@ def _check(problem: Problem, impl: Callable, job: Job, rank: int, device: Any) -
         phase(f"running the implementation (check {trial + 1} of {TRIALS})")
         got = _as_tuple(impl(*_clone(inputs)))
         phase(f"comparing outputs (check {trial + 1} of {TRIALS})")
-        ok, worst, why = _compare(got, want)
+        mine = _compare(got, want)
+        phase(f"agreeing on check {trial + 1} of {TRIALS} with the other ranks")
+        verdicts: list[Any] = [None] * job.world_size
+        dist.all_gather_object(verdicts, mine)
+        ok, error, why = _verdict(trial, verdicts)
+        worst = None if worst is None or error is None else max(worst, error)
         if not ok:
-            return False, worst, f"trial {trial + 1}: {why}"
-    import torch
-
-    phase("agreeing on the check with the other ranks")
-    flag = torch.tensor([1.0], device=device)
-    dist.all_reduce(flag, op=dist.ReduceOp.MIN)
-    return bool(flag.item()), worst, "" if flag.item() else "another rank's output differs"
+            return False, worst, why
+    return True, worst, ""
 
 
 def _time_cpu(fn: Callable[[int], Any]) -> dict[str, Any]:
@@ -318,7 +361,7 @@ def run_job(job: Job, timeout_s: float) -> dict[str, Any]:
     except RankFailedError as e:
         return base | {
             "status": "crashed",
-            "message": e.message or f"rank {e.rank} exited with code {e.exitcode}",
+            "message": e.message or f"rank {e.rank} {e.how}",
             "traceback": e.details,
         }
     return base | result

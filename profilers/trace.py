@@ -286,7 +286,7 @@ def trace(problem: Problem, world_size: int, params: dict[str, Any], *, dtype: s
                 f"{what} was killed (signal {-e.exitcode}: out of memory?); its reference needs data to trace "
                 f"({on_meta}), so the trace needs the memory of the real run: try a smaller --shape or --world-size"
             ) from None
-        raise TraceError(f"{what} failed: rank {e.rank}: {e.message or f'exit code {e.exitcode}'}") from None
+        raise TraceError(f"{what} failed: rank {e.rank}: {e.message or e.how}") from None
     except RankTimeoutError:
         raise TraceError(
             f"{what} did not finish in {TRACE_TIMEOUT_S:g} s; its reference needs data to trace ({on_meta}): "

@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -317,3 +318,28 @@ def test_size_on_a_problem_without_one_says_how_to_set_its_shape(command, tmp_pa
     err = _one_line_exit_2(args + (["--out", str(tmp_path)] if command == "profile" else []))
     assert "all-reduce-rmsnorm has no size (--size applies to collectives)" in err
     assert "--shape (small, " in err and "--param name=value (tokens, hidden)" in err
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("def fast(x):\n    return x +\n", "f.py: cannot import it (SyntaxError: invalid syntax (f.py, line 2))"),
+        ("raise RuntimeError('import-time boom')\n", "f.py: cannot import it (RuntimeError: import-time boom)"),
+        ("import no_such_module_here\n", "f.py: cannot import it (ModuleNotFoundError: No module named 'no_such"),
+        (
+            "from pkroof.kernels.declare import declare\n\n@declare(\n    mechanism='warp-drive',\n"
+            "    schedule='serial',\n)\ndef fast(x):\n    return x\n",
+            "f.py:fast: @declare mechanism 'warp-drive' is not one of copy-engine, sm-load, sm-store, tma, multimem, "
+            "nccl, network",
+        ),
+    ],
+)
+def test_an_implementation_file_that_does_not_import_is_one_line_before_any_rank_starts(
+    source, expected, tmp_path, monkeypatch
+):
+    pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    Path("f.py").write_text(source)
+    err = _one_line_exit_2(["profile", "all-reduce", "--impl", "f.py:fast", "--out", str(tmp_path)])
+    assert err.startswith(f"pkroof: {expected}")
+    assert not (tmp_path / "results.jsonl").exists()

@@ -1,6 +1,9 @@
 """Implementations of user_gemm_all_reduce for the profiler's tests: right, wrong, hanging, crashing."""
 
+import os
+import signal
 import time
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -31,6 +34,35 @@ def hangs(a, b):  # rank 0 waits for a collective nobody else joins: the classic
 
 def crashes(a, b):
     raise RuntimeError("CUDA error: an illegal memory access was encountered (simulated)")
+
+
+def exits_quietly(a, b):  # every rank leaves without a word or a result, as a stray os._exit(0) would
+    os._exit(0)
+
+
+def rank_1_exits(a, b):  # rank 1 leaves quietly; rank 0 then fails in the all-reduce on the broken connection
+    if dist.get_rank() == 1:
+        os._exit(0)
+    return correct(a, b)
+
+
+def rank_1_segfaults(a, b):
+    if dist.get_rank() == 1:
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return correct(a, b)
+
+
+def wrong_on_rank_1(a, b):  # right on rank 0, off by one in one element on rank 1
+    out = correct(a, b)
+    if dist.get_rank() == 1:
+        out[0, 0] += 1
+    return out
+
+
+def hangs_saying_its_pid(a, b):  # every rank writes its process id into $TEST_RANK_PIDS, then hangs
+    Path(os.environ["TEST_RANK_PIDS"], str(dist.get_rank())).write_text(str(os.getpid()))
+    time.sleep(3600)
+    return a @ b
 
 
 @declare(mechanism="sm-store", schedule="inter-sm", comm_sms=8)
