@@ -91,9 +91,9 @@ def probe(
     except ProbeError as e:
         typer.echo(f"pkroof: {e}", err=True)
         raise typer.Exit(1) from None
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (TerminatedError): the ranks were stopped
         typer.echo("pkroof: interrupted; every probe rank was stopped", err=True)
-        raise typer.Exit(130) from None
+        raise typer.Exit(128 + getattr(e, "signum", signal.SIGINT)) from None
 
 
 @app.command()

@@ -63,7 +63,7 @@ class TerminatedError(KeyboardInterrupt):
 
 
 @contextmanager
-def _stopped_by_signals() -> Iterator[None]:
+def stopped_by_signals() -> Iterator[None]:
     """Turn SIGTERM and SIGHUP into TerminatedError here, where they would kill this process and orphan its ranks.
     A signal already ignored (nohup) or handled stays so; only the main thread may set handlers."""
 
@@ -221,7 +221,7 @@ def run_ranks(fn: Callable, world: int, args: tuple = (), *, backend: str = "glo
     2xH200 node: EADDRINUSE, and the job was recorded as crashed); then the ranks start again on another port,
     up to PORT_TRIES times. Nothing of fn has run by then: rank 0 fails while creating the process group."""
     for attempt in range(PORT_TRIES):
-        with tempfile.TemporaryDirectory(prefix="pkroof-ranks-") as folder, _stopped_by_signals():
+        with tempfile.TemporaryDirectory(prefix="pkroof-ranks-") as folder, stopped_by_signals():
             procs = start_ranks(_rank_main, world, (fn, args, backend, free_port(), folder))
             try:
                 wait_ranks(procs, timeout_s, Path(folder))

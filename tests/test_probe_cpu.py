@@ -215,6 +215,31 @@ def test_a_hanging_probe_is_stopped_at_its_deadline(tmp_path):
             os.kill(pid, 0)
 
 
+def test_sigterm_during_a_probe_stops_its_ranks_too(tmp_path):
+    import signal
+    import threading
+
+    from pkroof.profilers.launch import TerminatedError
+
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:  # a runner's own handler would take the signal
+        pytest.skip("SIGTERM is handled by the test runner here")
+    # SIGTERM to this process 2 s in, while both ranks sleep for 120 s: it must reach the launcher as
+    # TerminatedError (a KeyboardInterrupt, exit 128 + 15 in the CLI) with no rank left running
+    timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGTERM))
+    timer.start()
+    try:
+        with pytest.raises(TerminatedError):
+            spawn(spawn_targets.hangs, 2, (str(tmp_path),), 60, print)
+    finally:
+        timer.cancel()
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler is this call's only
+    pids = [int(p.read_text()) for p in tmp_path.glob("pid*")]
+    assert len(pids) == 2
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
 def test_probe_without_gpus_says_so_in_one_line(monkeypatch):
     class NoGpu:
         def query(self, name, *args):

@@ -28,6 +28,7 @@ from pkroof.profilers.launch import (
     keep_multicast_off,
     start_ranks,
     stop_ranks,
+    stopped_by_signals,
     wait_ranks,
 )
 
@@ -74,11 +75,12 @@ def _gpu_list(text: str | None, count: int) -> list[int]:
 
 def spawn(target: Callable[..., None], world: int, args: tuple, deadline_s: float, log: Callable[[str], None]) -> None:
     """Run target(rank, world, *args) on `world` processes and wait; every process is gone when this returns."""
-    procs = start_ranks(target, world, args)
-    try:
-        _wait(procs, deadline_s, log)
-    finally:
-        stop_ranks(procs)
+    with stopped_by_signals():  # SIGTERM or SIGHUP stop the ranks too, rather than orphan them
+        procs = start_ranks(target, world, args)
+        try:
+            _wait(procs, deadline_s, log)
+        finally:
+            stop_ranks(procs)
 
 
 def _wait(procs: list, deadline_s: float, log: Callable[[str], None]) -> None:
@@ -107,18 +109,19 @@ def spawn_on_fresh_ports(
     free when picked, but not when rank 0 listened) makes all start again on another, up to PORT_TRIES times.
     while_starting runs once, while the first ranks start."""
     for attempt in range(PORT_TRIES):
-        procs = start_ranks(target, world, args_for(free_port()))
-        try:
-            if attempt == 0:
-                while_starting()
-            _wait(procs, deadline_s, log)
-            return
-        except _PortTakenError as e:
-            if attempt + 1 == PORT_TRIES:
-                raise ProbeError(f"{e} on {PORT_TRIES} tries; is something on this node taking ports?") from None
-            log(f"{e}; starting the ranks again on another port")
-        finally:
-            stop_ranks(procs)
+        with stopped_by_signals():
+            procs = start_ranks(target, world, args_for(free_port()))
+            try:
+                if attempt == 0:
+                    while_starting()
+                _wait(procs, deadline_s, log)
+                return
+            except _PortTakenError as e:
+                if attempt + 1 == PORT_TRIES:
+                    raise ProbeError(f"{e} on {PORT_TRIES} tries; is something on this node taking ports?") from None
+                log(f"{e}; starting the ranks again on another port")
+            finally:
+                stop_ranks(procs)
 
 
 def launched_by_torchrun() -> bool:
