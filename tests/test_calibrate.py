@@ -218,13 +218,18 @@ def test_a_second_calibration_keeps_the_first_ones_source_for_what_it_leaves_alo
     assert written.mechanisms["sm-load"].handoff_s == pytest.approx(3e-6, abs=1e-12)  # (2 + 4) / 2, untouched
 
 
+def _files(tmp_path, preset: str, measured_on: str):
+    """A topology file of `preset`, and two sm-load records (excesses 2 and 4 µs) measured on `measured_on`."""
+    topo_file, results = tmp_path / f"{preset}.json", tmp_path / "results.jsonl"
+    dump(resolve(preset), topo_file)
+    rows = [_record("sm-load", 2e-6), _record("sm-load", 4e-6)]
+    results.write_text("".join(json.dumps(r | {"environment": {"topology": measured_on}}) + "\n" for r in rows))
+    return topo_file, results
+
+
 def test_records_measured_on_another_topology_are_refused_unless_forced(tmp_path):
     # records profiled on h200x2 (their environment says so) against an H100 file: another node's excesses
-    topo_file = tmp_path / "h100.json"
-    dump(resolve("hgx-h100-8"), topo_file)
-    results = tmp_path / "results.jsonl"
-    rows = [_record("sm-load", 2e-6), _record("sm-load", 4e-6)]
-    results.write_text("".join(json.dumps(r | {"environment": {"topology": "h200x2"}}) + "\n" for r in rows))
+    topo_file, results = _files(tmp_path, "hgx-h100-8", measured_on="h200x2")
     before = topo_file.read_text()
     out = CliRunner().invoke(app, ["topology", "calibrate", str(topo_file), str(results)])
     assert out.exit_code == 2, out.output
@@ -238,11 +243,7 @@ def test_records_measured_on_another_topology_are_refused_unless_forced(tmp_path
 
 
 def test_records_of_the_files_own_topology_are_used(tmp_path):
-    topo_file = tmp_path / "node.json"
-    dump(resolve("h200x2"), topo_file)
-    results = tmp_path / "results.jsonl"
-    rows = [_record("sm-load", 2e-6), _record("sm-load", 4e-6)]
-    results.write_text("".join(json.dumps(r | {"environment": {"topology": "h200x2"}}) + "\n" for r in rows))
+    topo_file, results = _files(tmp_path, "h200x2", measured_on="h200x2")
     out = CliRunner().invoke(app, ["topology", "calibrate", str(topo_file), str(results)])
     assert out.exit_code == 0, out.output
     assert load_topology(topo_file).mechanisms["sm-load"].handoff_s == pytest.approx(3e-6, abs=1e-12)  # (2 + 4) / 2
