@@ -22,7 +22,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from pkroof.profilers.launch import keep_multicast_off
+from pkroof.runtime.launch import keep_multicast_off
 
 keep_multicast_off()  # before torch
 
@@ -31,7 +31,7 @@ import torch.distributed as dist  # noqa: E402
 import torch.distributed._symmetric_memory as symm_mem  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
-from pkroof.profilers.timing import time_device  # noqa: E402
+from pkroof.runtime.timing import time_device  # noqa: E402
 from pkroof.topology.copy_kernels import sm_copy, tma_copy  # noqa: E402
 from pkroof.topology.presets import preset  # noqa: E402
 

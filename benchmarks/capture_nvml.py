@@ -25,8 +25,8 @@ import os
 import platform
 from pathlib import Path
 
+from pkroof.runtime.nvml import NA, Nvml, Recorder
 from pkroof.topology.discover import discover, health, sysfs_bus_id
-from pkroof.topology.nvml import NA, Nvml, Recorder
 
 CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED = 132  # cuda.h CUdevice_attribute
 CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED = 128

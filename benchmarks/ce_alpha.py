@@ -27,13 +27,13 @@ import itertools
 import sys
 from collections.abc import Callable
 
-from pkroof.profilers.launch import keep_multicast_off
+from pkroof.runtime.launch import keep_multicast_off
 
 keep_multicast_off()  # before torch (nothing here uses NCCL or symmetric memory; the rule holds anyway)
 
 import torch  # noqa: E402
 
-from pkroof.profilers.timing import time_device  # noqa: E402
+from pkroof.runtime.timing import time_device  # noqa: E402
 from pkroof.topology.copy_kernels import sm_copy  # noqa: E402
 
 REPLAYS, WARMUP = 20, 3

@@ -14,7 +14,7 @@ import json
 import os
 import sys
 
-from pkroof.profilers.launch import keep_multicast_off
+from pkroof.runtime.launch import keep_multicast_off
 
 keep_multicast_off()  # before torch
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from pkroof.profilers.timing import time_device
+from pkroof.runtime.timing import time_device
 
 RECORDED = Path(__file__).resolve().parent.parent / "pkroof" / "recorded"
 SETS = 3  # the profiler's input sets

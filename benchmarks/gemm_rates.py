@@ -19,7 +19,7 @@ import os
 import threading
 import time
 
-from pkroof.profilers.launch import keep_multicast_off
+from pkroof.runtime.launch import keep_multicast_off
 
 keep_multicast_off()  # before torch: its ranks start NCCL, which must never use NVLink multicast
 
@@ -27,7 +27,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
-from pkroof.profilers.timing import time_device  # noqa: E402
+from pkroof.runtime.timing import time_device  # noqa: E402
 
 # (name, m, n, k) of the GEMM one rank runs at 2 ranks (kernels/problems/*.py: SHAPES and inputs())
 SHAPES = [

@@ -13,7 +13,7 @@ import os
 import statistics
 import sys
 
-from pkroof.profilers.launch import keep_multicast_off
+from pkroof.runtime.launch import keep_multicast_off
 
 keep_multicast_off()  # before torch
 

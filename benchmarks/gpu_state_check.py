@@ -15,7 +15,7 @@ import time
 
 import torch
 
-from pkroof.profilers.gpu_state import watches
+from pkroof.runtime.gpu_state import watches
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ import argparse
 import itertools
 import os
 
-from pkroof.profilers.launch import keep_multicast_off
+from pkroof.runtime.launch import keep_multicast_off
 
 keep_multicast_off()  # before torch
 
@@ -26,7 +26,7 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
 from pkroof.kernels import inter_sm  # noqa: E402
-from pkroof.profilers.timing import time_device  # noqa: E402
+from pkroof.runtime.timing import time_device  # noqa: E402
 
 
 def _us(fn, *, group=None) -> float:

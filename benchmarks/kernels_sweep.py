@@ -17,7 +17,7 @@ import argparse
 import itertools
 import os
 
-from pkroof.profilers.launch import keep_multicast_off
+from pkroof.runtime.launch import keep_multicast_off
 
 keep_multicast_off()  # before torch: its ranks use symmetric memory and NCCL, never with NVLink multicast
 
@@ -39,8 +39,8 @@ def _ce_rows(
     show,
 ) -> list[tuple]:
     import pkroof.kernels.copy_engine as ce
-    from pkroof.profilers.timing import time_device
     from pkroof.rooflines.units import parse_size
+    from pkroof.runtime.timing import time_device
 
     fns = {"all-reduce": ce.all_reduce_ce, "all-gather": ce.all_gather_ce, "reduce-scatter": ce.reduce_scatter_ce}
     fns["all-to-all"] = ce.all_to_all_ce
@@ -114,8 +114,8 @@ def _worker(
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", rank))
     import pkroof.kernels.collectives as coll
-    from pkroof.profilers.timing import time_device
     from pkroof.rooflines.units import parse_size
+    from pkroof.runtime.timing import time_device
 
     if rank == 0:  # rows print as they are measured: a sweep cut short by a timeout keeps what it had
         print(f"{'size':>7} {'collective':15} {'mode':8} {'block':>6} {'ctas':>5} {'median us':>10}", flush=True)

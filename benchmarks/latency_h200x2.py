@@ -52,6 +52,8 @@ import torch.multiprocessing as mp  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
+from pkroof.runtime.ptx import fence_acq_rel_sys, globaltimer, ld_acquire_sys, st_release_sys_thread0  # noqa: E402
+
 WORLD = 2
 KIB = 1024
 MIB = 1024 * 1024
@@ -82,46 +84,12 @@ DEADLINE_S = float(os.environ.get("LATENCY_DEADLINE_S", "300"))
 
 
 @triton.jit
-def _globaltimer():
-    return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
-
-
-@triton.jit
-def _ld_acquire_sys(addr):
-    # addr: int64 address of an int32 word; every thread of the CTA polls (one transaction per warp)
-    return tl.inline_asm_elementwise(
-        "ld.acquire.sys.global.b32 $0, [$1];", "=r,l", [addr], dtype=tl.int32, is_pure=False, pack=1
-    )
-
-
-@triton.jit
-def _st_release_sys_t0(addr, val):
-    # thread 0 of the CTA stores val with release semantics at system scope; the others do nothing
-    return tl.inline_asm_elementwise(
-        "{ .reg .pred p; .reg .b32 t; mov.u32 t, %tid.x; setp.eq.u32 p, t, 0; "
-        "@p st.release.sys.global.b32 [$1], $2; mov.u32 $0, 0; }",
-        "=r,l,r",
-        [addr, val],
-        dtype=tl.int32,
-        is_pure=False,
-        pack=1,
-    )
-
-
-@triton.jit
-def _fence_sys():
-    return tl.inline_asm_elementwise(
-        "fence.acq_rel.sys; mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1
-    )
-
-
-@triton.jit
 def _wait_ge(addr, val, max_polls):
     # Flag values only grow, so ">=" lets a warp that lags behind its CTA's others catch up safely.
     n = tl.full((), 0, tl.int32)
-    seen = _ld_acquire_sys(addr)
+    seen = ld_acquire_sys(addr)
     while (seen < val) & (n < max_polls):
-        seen = _ld_acquire_sys(addr)
+        seen = ld_acquire_sys(addr)
         n += 1
     return (seen >= val).to(tl.int32), n
 
@@ -131,24 +99,24 @@ def _pingpong_kernel(my_flag, peer_flag, out_ptr, base, n_iters, max_polls, INIT
     # Round 0 is a handshake (absorbs the launch skew between the two processes); rounds 1..n_iters are timed.
     ok = tl.full((), 1, tl.int32)
     polls = tl.full((), 0, tl.int64)
-    t0 = _globaltimer()
+    t0 = globaltimer()
     i = tl.full((), 0, tl.int32)
     while (i <= n_iters) & (ok == 1):
         if i == 1:
-            t0 = _globaltimer()
+            t0 = globaltimer()
             polls = tl.full((), 0, tl.int64)  # count the timed rounds' polls only
         val = base + i
         if INITIATOR:
-            _st_release_sys_t0(peer_flag, val)
+            st_release_sys_thread0(peer_flag, val)
             good, n = _wait_ge(my_flag, val, max_polls)
         else:
             good, n = _wait_ge(my_flag, val, max_polls)
             if good == 1:
-                _st_release_sys_t0(peer_flag, val)
+                st_release_sys_thread0(peer_flag, val)
         ok = ok & good
         polls += n.to(tl.int64)
         i += 1
-    t1 = _globaltimer()
+    t1 = globaltimer()
     tl.store(out_ptr + 0, ok.to(tl.int64))
     tl.store(out_ptr + 1, t1 - t0)
     tl.store(out_ptr + 2, polls)
@@ -175,20 +143,20 @@ def _message_kernel(
     ok = tl.full((), 1, tl.int32)
     bad = tl.full((), 0, tl.int64)
     polls = tl.full((), 0, tl.int64)
-    t0 = _globaltimer()
+    t0 = globaltimer()
     i = tl.full((), 0, tl.int32)
     msg = msg_addr.to(tl.pointer_type(tl.int32))  # 4-byte stores, 128 contiguous bytes per warp instruction
     while (i <= n_iters) & (ok == 1):
         if i == 1:
-            t0 = _globaltimer()
+            t0 = globaltimer()
         val = base + i
         if INITIATOR:
             for start in range(0, n_words, BLOCK):
                 offs = start + tl.arange(0, BLOCK)
                 tl.store(msg + offs, tl.full((BLOCK,), 0, tl.int32) + val)
-            _fence_sys()
+            fence_acq_rel_sys()
             tl.debug_barrier()
-            _st_release_sys_t0(peer_flag, val)
+            st_release_sys_thread0(peer_flag, val)
             good, n = _wait_ge(my_flag, val, max_polls)
         else:
             good, n = _wait_ge(my_flag, val, max_polls)
@@ -196,11 +164,11 @@ def _message_kernel(
             last = tl.load(msg + (n_words - 1), volatile=True)
             bad += ((first != val) | (last != val)).to(tl.int64)
             if good == 1:
-                _st_release_sys_t0(peer_flag, val)
+                st_release_sys_thread0(peer_flag, val)
         ok = ok & good
         polls += n.to(tl.int64)
         i += 1
-    t1 = _globaltimer()
+    t1 = globaltimer()
     tl.store(out_ptr + 0, ok.to(tl.int64))
     tl.store(out_ptr + 1, t1 - t0)
     tl.store(out_ptr + 2, polls)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import statistics
 
-from pkroof.profilers.launch import keep_multicast_off
+from pkroof.runtime.launch import keep_multicast_off
 
 keep_multicast_off()  # before torch
 
@@ -20,7 +20,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
-from pkroof.profilers.timing import time_device  # noqa: E402
+from pkroof.runtime.timing import time_device  # noqa: E402
 
 CALLS = 20
 

@@ -28,7 +28,7 @@ import itertools
 import torch
 
 from pkroof.kernels import inter_sm
-from pkroof.profilers.timing import time_device
+from pkroof.runtime.timing import time_device
 
 
 def _us(fn) -> float:

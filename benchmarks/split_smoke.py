@@ -13,7 +13,7 @@ import sys
 
 import torch
 
-from pkroof.profilers.timing import time_device
+from pkroof.runtime.timing import time_device
 from pkroof.topology.copy_kernels import sm_copy
 
 spec = importlib.util.spec_from_file_location("bidir_ceiling", pathlib.Path(__file__).with_name("bidir_ceiling.py"))

@@ -20,7 +20,7 @@ import argparse
 import os
 import statistics
 
-from pkroof.profilers.launch import keep_multicast_off
+from pkroof.runtime.launch import keep_multicast_off
 
 keep_multicast_off()  # before torch
 
@@ -28,7 +28,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
-import pkroof.profilers.timing as timing  # noqa: E402
+import pkroof.runtime.timing as timing  # noqa: E402
 from pkroof.kernels.collectives import CTAS_STORE, exchange  # noqa: E402
 from pkroof.rooflines.units import parse_size  # noqa: E402
 

@@ -25,31 +25,13 @@ import torch.distributed as dist
 import triton
 import triton.language as tl
 
+from pkroof.runtime.ptx import ld_acquire_sys, st_release_sys_thread0
+
 MAX_CTAS = 512  # flag slots per source rank; a kernel's grid never exceeds it
 MAX_POLLS = 1 << 24
 FLAG_STRIDE = 32  # int32s between flag slots: each slot on its own 128-byte line (no false sharing)
 _POLLS = tl.constexpr(MAX_POLLS)  # the same numbers, as Triton reads globals inside kernels
 _STRIDE = tl.constexpr(FLAG_STRIDE)
-
-
-@triton.jit
-def _ld_acquire_sys(addr):
-    return tl.inline_asm_elementwise(
-        "ld.acquire.sys.global.b32 $0, [$1];", "=r,l", [addr], dtype=tl.int32, is_pure=False, pack=1
-    )
-
-
-@triton.jit
-def _st_release_sys_thread0(addr, val):
-    return tl.inline_asm_elementwise(
-        "{ .reg .pred p; .reg .b32 t; mov.u32 t, %tid.x; setp.eq.u32 p, t, 0; "
-        "@p st.release.sys.global.b32 [$1], $2; mov.u32 $0, 0; }",
-        "=r,l,r",
-        [addr, val],
-        dtype=tl.int32,
-        is_pure=False,
-        pack=1,
-    )
 
 
 @triton.jit
@@ -60,7 +42,7 @@ def signal_peers(flag_table, slot, rank, value, WORLD: tl.constexpr):
     for p in tl.static_range(WORLD):
         if p != rank:
             peer_flags = tl.load(flag_table + p).to(tl.pointer_type(tl.int32))
-            _st_release_sys_thread0(peer_flags + (slot * WORLD + rank) * _STRIDE, value)
+            st_release_sys_thread0(peer_flags + (slot * WORLD + rank) * _STRIDE, value)
 
 
 @triton.jit
@@ -69,10 +51,10 @@ def wait_peers(my_flags, slot, rank, value, WORLD: tl.constexpr):
     for p in tl.static_range(WORLD):
         if p != rank:
             addr = my_flags + (slot * WORLD + p) * _STRIDE
-            seen = _ld_acquire_sys(addr)
+            seen = ld_acquire_sys(addr)
             polls = 0
             while (seen < value) & (polls < _POLLS):
-                seen = _ld_acquire_sys(addr)
+                seen = ld_acquire_sys(addr)
                 polls += 1
     tl.debug_barrier()
 

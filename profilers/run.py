@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from pkroof.kernels.declare import reported_comm_sms
+from pkroof.runtime.gpu_state import slowest, watches
+from pkroof.runtime.launch import RankFailedError, RankTimeoutError, phase, run_ranks
 
-from .gpu_state import slowest, watches
-from .launch import RankFailedError, RankTimeoutError, phase, run_ranks
 from .problems import Problem, load
 
 TRIALS = 3  # correctness trials, each on fresh random inputs
@@ -234,7 +234,7 @@ def _time_gpu(fn: Callable[[int], Any], device: Any) -> dict[str, Any]:
     import torch
     import torch.distributed as dist
 
-    from .timing import time_device
+    from pkroof.runtime.timing import time_device
 
     token = torch.zeros(1, device=device)
 
@@ -332,7 +332,7 @@ def _environment(backend: str, topology: str) -> dict[str, Any]:
     if knobs:
         env["settings"] = knobs
     if backend == "nccl":
-        from pkroof.topology.nvml import NA, Device, Nvml
+        from pkroof.runtime.nvml import NA, Device, Nvml
 
         nvml = Nvml()
         for key, answer in (

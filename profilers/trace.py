@@ -261,7 +261,7 @@ def _first_line(e: BaseException) -> str:
 def trace(problem: Problem, world_size: int, params: dict[str, Any], *, dtype: str | None = None) -> Workload:
     """Meta tensors when the reference allows, else a real run on CPU ranks over gloo (in the problem's own dtype
     only: `dtype` is refused there). A rank that raises, dies or hangs is a TraceError of one line."""
-    from .launch import RankFailedError, RankTimeoutError, run_ranks
+    from pkroof.runtime.launch import RankFailedError, RankTimeoutError, run_ranks
 
     try:
         return trace_on_meta(problem, world_size, params, dtype=dtype)

@@ -29,7 +29,7 @@ os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "32")  # before CUDA starts
 os.environ["CUDA_MODULE_LOADING"] = "EAGER"  # a kernel loaded lazily, at its first launch, can wait for the kernels
 # running (CUDA's lazy-loading notes), here spinning waits that only a later rank's work would end
 
-from pkroof.profilers.launch import keep_multicast_off
+from pkroof.runtime.launch import keep_multicast_off
 
 keep_multicast_off()  # before torch: no NCCL or symmetric memory here, and NVLink multicast stays off regardless
 

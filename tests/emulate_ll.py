@@ -205,7 +205,7 @@ def one_rank_group() -> None:
     of one rank is its input, exactly in every dtype (fp32 sums of one term round back to themselves)."""
     import socket
 
-    from pkroof.profilers.launch import keep_multicast_off
+    from pkroof.runtime.launch import keep_multicast_off
 
     keep_multicast_off()
     import torch

@@ -48,7 +48,7 @@ def port_taken_once(rank: int, world: int, port: int, folder: str) -> None:
     the next start works: every rank writes the port it got."""
     import os
 
-    from pkroof.profilers.launch import PORT_TAKEN_EXIT
+    from pkroof.runtime.launch import PORT_TAKEN_EXIT
 
     marker = Path(folder, "taken")
     if rank == 0 and not marker.exists():
@@ -60,7 +60,7 @@ def port_taken_once(rank: int, world: int, port: int, folder: str) -> None:
 def port_always_taken(rank: int, world: int, port: int, folder: str) -> None:
     import os
 
-    from pkroof.profilers.launch import PORT_TAKEN_EXIT
+    from pkroof.runtime.launch import PORT_TAKEN_EXIT
 
     if rank == 0:
         os._exit(PORT_TAKEN_EXIT)

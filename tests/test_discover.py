@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from pkroof.runtime.nvml import NA, Device, Nvml, Out, Recorder, Replay
 from pkroof.topology.discover import GpuInfo, discover, health
-from pkroof.topology.nvml import NA, Device, Nvml, Out, Recorder, Replay
 
 FIXTURE = Path(__file__).parent / "data" / "h200x2" / "nvml.json"
 RECORDED = json.loads(FIXTURE.read_text())
@@ -203,7 +203,7 @@ def test_discover_imports_and_replays_without_pynvml():
         "            raise ImportError('blocked pynvml')\n"
         "sys.meta_path.insert(0, Block())\n"
         "from pkroof.topology.discover import discover\n"
-        "from pkroof.topology.nvml import Nvml, Replay, NA\n"
+        "from pkroof.runtime.nvml import Nvml, Replay, NA\n"
         f"d = discover(Replay.load({str(FIXTURE)!r}))\n"
         "assert d.num_gpus == 2\n"
         "d = discover(Nvml())\n"
@@ -218,7 +218,7 @@ def test_discover_imports_and_replays_without_pynvml():
 def test_missing_library_is_na_and_logged_once(monkeypatch, caplog):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml raises ImportError
     nvml = Nvml()
-    with caplog.at_level(logging.INFO, logger="pkroof.topology.nvml"):
+    with caplog.at_level(logging.INFO, logger="pkroof.runtime.nvml"):
         first = nvml.query("nvmlDeviceGetName", Device(0))
         second = nvml.query("nvmlDeviceGetName", Device(1))
     assert isinstance(first, NA) and "pynvml is not installed" in first.reason

@@ -2,8 +2,8 @@
 
 import pytest
 
-from pkroof.profilers.gpu_state import Watch, nvml_index, reasons, slowest
-from pkroof.topology.nvml import NA
+from pkroof.runtime.gpu_state import Watch, nvml_index, reasons, slowest
+from pkroof.runtime.nvml import NA
 
 
 class _ScriptedNvml:
@@ -99,7 +99,7 @@ def test_the_gpu_is_found_by_its_uuid_and_the_record_keeps_the_slowest_rank():
 
 
 def test_watches_on_a_gpu_nvml_cannot_name_do_nothing():
-    from pkroof.profilers.gpu_state import Watches
+    from pkroof.runtime.gpu_state import Watches
 
     watch = Watches(_ScriptedNvml([], [], []), None)
     with watch("graph"):
@@ -108,7 +108,7 @@ def test_watches_on_a_gpu_nvml_cannot_name_do_nothing():
 
 
 def test_pkroof_gpu_state_0_turns_the_watch_off(monkeypatch):
-    from pkroof.profilers.gpu_state import watches
+    from pkroof.runtime.gpu_state import watches
 
     monkeypatch.setenv("PKROOF_GPU_STATE", "0")
     watch = watches("cuda:0")  # no NVML, no torch device query: the switch is read first
@@ -133,7 +133,7 @@ def test_finish_puts_the_slowest_ranks_clock_on_the_record():
 def test_watching_a_real_gpu_under_matmuls():
     import torch
 
-    from pkroof.profilers.gpu_state import watches
+    from pkroof.runtime.gpu_state import watches
 
     watch = watches(torch.device("cuda", 0))
     assert watch.index is not None, "NVML did not find this GPU by its UUID"

@@ -9,10 +9,10 @@ import spawn_targets
 from typer.testing import CliRunner
 
 from pkroof.cli import app
+from pkroof.runtime.nvml import Replay
 from pkroof.topology import from_dict, load, to_dict
 from pkroof.topology.discover import discover
 from pkroof.topology.from_probe import build_topology, fit_curves
-from pkroof.topology.nvml import Replay
 from pkroof.topology.probe import ProbeError, spawn
 
 DATA = Path(__file__).parent / "data" / "h200x2"
@@ -219,7 +219,7 @@ def test_sigterm_during_a_probe_stops_its_ranks_too(tmp_path):
     import signal
     import threading
 
-    from pkroof.profilers.launch import TerminatedError
+    from pkroof.runtime.launch import TerminatedError
 
     if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:  # a runner's own handler would take the signal
         pytest.skip("SIGTERM is handled by the test runner here")
@@ -243,7 +243,7 @@ def test_sigterm_during_a_probe_stops_its_ranks_too(tmp_path):
 def test_probe_without_gpus_says_so_in_one_line(monkeypatch):
     class NoGpu:
         def query(self, name, *args):
-            from pkroof.topology.nvml import NA
+            from pkroof.runtime.nvml import NA
 
             return NA(f"{name}: NVML Shared Library Not Found")
 
@@ -385,7 +385,7 @@ def test_ctrl_c_leaves_no_rank_behind(tmp_path):
 @pytest.mark.parametrize("world", [2, 4])
 def test_spawned_ranks_rendezvous_over_gloo(tmp_path, world):
     pytest.importorskip("torch")
-    from pkroof.profilers.launch import free_port
+    from pkroof.runtime.launch import free_port
 
     spawn(spawn_targets.gloo_all_reduce, world, (free_port(), str(tmp_path)), 120, print)
     # every rank holds 1 + 2 + … + world after the all-reduce
@@ -398,7 +398,7 @@ def test_a_taken_rendezvous_port_is_retried_not_recorded_as_a_crash(monkeypatch)
     pytest.importorskip("torch")
     import socket
 
-    from pkroof.profilers import launch
+    from pkroof.runtime import launch
 
     busy = socket.socket()
     busy.bind(("127.0.0.1", 0))
@@ -414,7 +414,7 @@ def test_a_taken_rendezvous_port_is_retried_not_recorded_as_a_crash(monkeypatch)
 
 
 def test_every_rank_the_launcher_starts_keeps_nvlink_multicast_off_whatever_the_environment_says(monkeypatch):
-    from pkroof.profilers import launch
+    from pkroof.runtime import launch
 
     # a parent environment that says nothing: each rank (profiler and probe alike) switches NCCL's NVLS, torch's
     # symmetric-memory multicast and NVSHMEM's NVLS off before torch is imported
@@ -443,7 +443,7 @@ def test_every_benchmark_that_starts_gpu_ranks_switches_multicast_off_before_tor
 def test_only_the_probes_allow_multicast_flag_leaves_the_nvls_variables_alone(monkeypatch):
     import os
 
-    from pkroof.profilers.launch import keep_multicast_off
+    from pkroof.runtime.launch import keep_multicast_off
 
     monkeypatch.setattr(os, "environ", {"NCCL_NVLS_ENABLE": "1"})  # this process's real environment stays as it was
     keep_multicast_off(allowed=True)  # a probe rank under `pkroof probe --allow-multicast`
@@ -524,7 +524,7 @@ def test_refit_of_a_multi_node_probe_counts_every_rank():
 
 
 def test_a_timeout_says_what_each_rank_was_doing():
-    from pkroof.profilers.launch import RankTimeoutError
+    from pkroof.runtime.launch import RankTimeoutError
 
     # ranks in different phases are named one by one; ranks that agree are one phase; silence is empty
     assert RankTimeoutError("x", {1: "timing", 0: "checking"}).where == "rank 0: checking, rank 1: timing"

@@ -75,7 +75,7 @@ def _one_line_error(*args) -> str:
 
 
 def test_ring_attention_at_a_real_shape_traces_on_meta_with_bf16_matmuls(monkeypatch):
-    import pkroof.profilers.launch as launch
+    import pkroof.runtime.launch as launch
     from pkroof.rooflines import Collective
     from pkroof.topology import resolve
 

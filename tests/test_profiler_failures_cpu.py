@@ -17,8 +17,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from pkroof.profilers import records  # noqa: E402
-from pkroof.profilers.launch import RankFailedError, _failed  # noqa: E402
 from pkroof.profilers.run import Job, _compare, _verdict, run_job  # noqa: E402
+from pkroof.runtime.launch import RankFailedError, _failed  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "problems"
 PROBLEM = str(DATA / "user_gemm_all_reduce.py")

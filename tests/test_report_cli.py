@@ -115,7 +115,7 @@ def test_an_analytic_report_names_each_problem_left_out_with_the_real_reason(tmp
 
 def test_report_run_without_gpus_is_one_line_and_exit_1(tmp_path, monkeypatch):
     import pkroof.topology.probe as probe_module
-    from pkroof.topology.nvml import NA
+    from pkroof.runtime.nvml import NA
 
     class NoGpu:
         def query(self, name, *args):

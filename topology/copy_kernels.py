@@ -11,6 +11,8 @@ import torch
 import triton
 import triton.language as tl
 
+from pkroof.runtime.ptx import globaltimer, ld_acquire_sys, st_release_sys_thread0
+
 COPY_BLOCK = 4096  # int32 elements per CTA per step: 16 KiB, 16-byte vector accesses
 TMA_COLS = 256  # a TMA tile is TMA_ROWS x TMA_COLS int32: 64 x 256 x 4 B = 64 KiB
 TMA_ROWS = 64
@@ -55,55 +57,30 @@ def tma_copy(src: torch.Tensor, dst: torch.Tensor, num_ctas: int) -> None:
     _tma_copy_kernel[(num_ctas,)](src, dst, n // TMA_COLS, COLS=TMA_COLS, ROWS=TMA_ROWS, num_warps=4)
 
 
-@triton.jit
-def _ld_acquire_sys(addr):
-    return tl.inline_asm_elementwise(
-        "ld.acquire.sys.global.b32 $0, [$1];", "=r,l", [addr], dtype=tl.int32, is_pure=False, pack=1
-    )
-
-
-@triton.jit
-def _st_release_sys_thread0(addr, val):
-    return tl.inline_asm_elementwise(
-        "{ .reg .pred p; .reg .b32 t; mov.u32 t, %tid.x; setp.eq.u32 p, t, 0; "
-        "@p st.release.sys.global.b32 [$1], $2; mov.u32 $0, 0; }",
-        "=r,l,r",
-        [addr, val],
-        dtype=tl.int32,
-        is_pure=False,
-        pack=1,
-    )
-
-
-@triton.jit
-def _globaltimer():
-    return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
-
-
 @triton.jit(do_not_specialize=["base", "n_iters", "max_polls"])
 def _pingpong_kernel(my_flag, peer_flag, out, base, n_iters, max_polls, INITIATOR: tl.constexpr):
     # round 0 is a handshake that absorbs the launch skew; rounds 1..n_iters are timed with %globaltimer
     ok = tl.full((), 1, tl.int32)
-    t0 = _globaltimer()
+    t0 = globaltimer()
     i = tl.full((), 0, tl.int32)
     while (i <= n_iters) & (ok == 1):
         if i == 1:
-            t0 = _globaltimer()
+            t0 = globaltimer()
         val = base + i
         if INITIATOR:
-            _st_release_sys_thread0(peer_flag, val)
+            st_release_sys_thread0(peer_flag, val)
         polls = tl.full((), 0, tl.int32)
-        seen = _ld_acquire_sys(my_flag)
+        seen = ld_acquire_sys(my_flag)
         while (seen < val) & (polls < max_polls):  # flags only grow: '>=' lets a lagging warp catch up
-            seen = _ld_acquire_sys(my_flag)
+            seen = ld_acquire_sys(my_flag)
             polls += 1
         ok = ok & (seen >= val).to(tl.int32)
         if not INITIATOR:  # noqa: SIM102 (a constexpr branch around a runtime one)
             if ok == 1:
-                _st_release_sys_thread0(peer_flag, val)
+                st_release_sys_thread0(peer_flag, val)
         i += 1
     tl.store(out + 0, ok.to(tl.int64))
-    tl.store(out + 1, _globaltimer() - t0)
+    tl.store(out + 1, globaltimer() - t0)
 
 
 def pingpong(

@@ -1,6 +1,6 @@
 """What NVML and sysfs say about this node, as plain frozen data, and the health flags read from it.
 
-    from pkroof.topology.nvml import Nvml
+    from pkroof.runtime.nvml import Nvml
     d = discover(Nvml())            # or Replay.load("tests/data/h200x2/nvml.json") on a laptop
     print(*health(d), sep="\\n")
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .nvml import NA, Device, Out
+from pkroof.runtime.nvml import NA, Device, Out
 
 # nvml.h: NVML_NVLINK_MAX_LINKS (18 up to NVML 12, 36 from NVML 13); links past a GPU's own answer NA
 NVLINK_MAX_LINKS = 36

@@ -11,11 +11,11 @@ from typing import Any
 
 from pkroof.rooflines import Collective
 from pkroof.rooflines.bound import nccl_traffic
+from pkroof.runtime.nvml import NA
 
 from .discover import Discovery
 from .fit import CtaFit, SizeFit, efficient_size_bytes, envelope_cta_sweep, envelope_regimes, envelope_size_sweep
 from .model import GPU, NIC, CollectiveFit, Curve, Fit, MechanismSpec, Probe, ScaleUp, Source, Topology, set_numbers
-from .nvml import NA
 
 ARCH = {(8, 0): "ampere", (8, 6): "ampere", (8, 9): "ada", (9, 0): "hopper", (10, 0): "blackwell"}
 NVLINK_LINK_Bps = {"NVLink 3.0": 25e9, "NVLink 4.0": 25e9, "NVLink 5.0": 50e9}  # data rate per link, one way

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pkroof.profilers.launch import (
+from pkroof.runtime.launch import (
     ALLOW_MULTICAST,
     PORT_TAKEN_EXIT,
     PORT_TRIES,
@@ -31,12 +31,12 @@ from pkroof.profilers.launch import (
     stopped_by_signals,
     wait_ranks,
 )
+from pkroof.runtime.nvml import NA, Nvml
 
 from .discover import Discovery, discover, health
 from .files import decode, dump
 from .from_probe import build_topology, fit_curves
 from .model import Curve, Probe, Topology
-from .nvml import NA, Nvml
 
 
 class ProbeError(RuntimeError):

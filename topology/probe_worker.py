@@ -19,10 +19,10 @@ from datetime import UTC, datetime
 import torch
 import torch.distributed as dist
 
-from pkroof.profilers.gpu_state import watches
-from pkroof.profilers.launch import ALLOW_MULTICAST, PORT_TAKEN_EXIT, keep_multicast_off
-from pkroof.profilers.timing import Timing, time_device
 from pkroof.rooflines import Collective, bus_bandwidth_factor
+from pkroof.runtime.gpu_state import watches
+from pkroof.runtime.launch import ALLOW_MULTICAST, PORT_TAKEN_EXIT, keep_multicast_off
+from pkroof.runtime.timing import Timing, time_device
 
 from .copy_kernels import pingpong, sm_copy, tma_copy
 from .model import Curve

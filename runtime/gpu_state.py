@@ -11,7 +11,7 @@ which of the two a time belongs to.
     watch.summary("graph")               # {"sm_clock_mhz": 1455, "power_capped": 0.93, ...}
 
 Counters read at both ends: energy (average power) and the time NVML counts as held by the power policy
-(`power_capped`, its share of the window). Everything is read through topology/nvml.py, read-only; a value NVML
+(`power_capped`, its share of the window). Everything is read through runtime/nvml.py, read-only; a value NVML
 does not answer is left out of the summary, never guessed.
 """
 
@@ -25,7 +25,7 @@ import time
 from contextlib import AbstractContextManager
 from typing import Any
 
-from pkroof.topology.nvml import NA, Device
+from pkroof.runtime.nvml import NA, Device
 
 PERIOD_S = 0.002
 SM_CLOCK = 1  # NVML_CLOCK_SM
@@ -154,7 +154,7 @@ def watches(device: Any) -> Watches:
         return Watches(None, None)
     import torch
 
-    from pkroof.topology.nvml import Nvml
+    from pkroof.runtime.nvml import Nvml
 
     nvml = Nvml()
     uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
