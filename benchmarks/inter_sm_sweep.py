@@ -26,6 +26,7 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
 from pkroof.kernels import inter_sm  # noqa: E402
+from pkroof.kernels.settings import setting  # noqa: E402
 from pkroof.runtime.timing import time_device  # noqa: E402
 
 
@@ -67,8 +68,16 @@ def _rank(rank: int, world: int, shape: str, comms: list[int], tiles: list[tuple
     t_ref = _us(lambda i: problem.reference(*sets[i % 3]), group=group)
     show(f"  matmul + NCCL all-reduce     {t_ref:8.1f} µs")
     for tile, g, comm, block, warp in itertools.product(tiles, groups, comms, blocks, warps):
-        inter_sm.TILE, inter_sm.GROUP, inter_sm.COMM_CTAS, inter_sm.COMM_BLOCK = tile, g, comm, block
-        inter_sm.COMM_WARPS = warp
+        # the kernel's launch settings, read when it runs (kernels/settings.py)
+        os.environ.update(
+            {
+                "PKROOF_INTER_SM_TILE": ",".join(map(str, tile)),
+                "PKROOF_INTER_SM_GROUP": str(g),
+                "PKROOF_INTER_SM_CTAS": str(comm),
+                "PKROOF_INTER_SM_BLOCK": str(block),
+                "PKROOF_INTER_SM_WARPS": str(warp),
+            }
+        )
         fresh = problem.inputs(rank, world, seed=99, device="cuda", **dims)
         want = problem.reference(*fresh)
         got = inter_sm.gemm_all_reduce_inter_sm(*fresh)
@@ -91,9 +100,9 @@ if __name__ == "__main__":
     ap.add_argument("shape", nargs="?", default="llama3-8b-tp2")
     ap.add_argument("--comm", default="8,16,32")
     ap.add_argument("--tiles", default="128x256x64x3x8,128x256x64x4x8,128x128x64x4x4,256x128x64x3x8")
-    ap.add_argument("--blocks", default=str(inter_sm.COMM_BLOCK))
-    ap.add_argument("--warps", default=str(inter_sm.COMM_WARPS))
-    ap.add_argument("--groups", default=str(inter_sm.GROUP))
+    ap.add_argument("--blocks", default=str(setting("PKROOF_INTER_SM_BLOCK")))
+    ap.add_argument("--warps", default=str(setting("PKROOF_INTER_SM_WARPS")))
+    ap.add_argument("--groups", default=str(setting("PKROOF_INTER_SM_GROUP")))
     ap.add_argument("--gemm-only", action="store_true")
     a = ap.parse_args()
     tiles = [tuple(int(v) for v in t.split("x")) for t in a.tiles.split(",")]

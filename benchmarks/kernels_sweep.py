@@ -9,7 +9,7 @@
 
 One process per GPU; each configuration is timed by pkroof's own timing function (CUDA graphs, 20 samples,
 slowest rank) on one fixed input; correctness is the profiler's job, not this script's. The block size is
-the largest BLOCK the kernel may pick (kernels/collectives.py: MAX_BLOCK, and TMA_MAX_BLOCK for tma). With
+the largest BLOCK the kernel may pick (PKROOF_MAX_BLOCK, and PKROOF_TMA_MAX_BLOCK for tma). With
 --ce-chunks it times the copy-engine collectives (kernels/copy_engine.py) instead, once per chunk size.
 """
 
@@ -55,11 +55,12 @@ def _ce_rows(
                 # collective's) to tell the link pipeline's cost from the local work's
                 # "smN": the gathers' copy-out on N CTAs (_throttled_copy)
                 ce._pipelined = plain if local != "none" else _no_local_work(plain)
-                ce.LOCAL_COPY = local if local in ("sm", "dma") else "sm"
+                os.environ["PKROOF_CE_LOCAL_COPY"] = local if local in ("sm", "dma") else "sm"  # read per call
                 ce._copy_local = _throttled_copy(int(local[2:]), plain_copy) if local[2:].isdigit() else plain_copy
                 for mib, calls, streams in itertools.product(chunks_mib, calls_list, streams_list):  # 0 MiB: halving
-                    ce.SCHEDULE, ce.CHUNK_BYTES = ("halving", 1) if mib == 0 else ("equal", mib << 20)
-                    ce.COPY_STREAMS = streams
+                    os.environ["PKROOF_CE_SCHEDULE"] = "halving" if mib == 0 else "equal"
+                    os.environ["PKROOF_CE_CHUNK"] = str(max(1, mib << 20))
+                    os.environ["PKROOF_CE_STREAMS"] = str(streams)
                     t = time_device(
                         lambda i, f=fn, x=x: f(x),
                         iters=20,
@@ -78,10 +79,10 @@ def _throttled_copy(ctas: int, plain):
     a full-grid burst), where both sides allow 4-byte words; torch.mul (the default) elsewhere."""
     from pkroof.topology.copy_kernels import sm_copy
 
-    def copy(src, dst):
+    def copy(src, dst, how):
         words = src.numel() * src.element_size()
         if words % 4 or src.data_ptr() % 16 or dst.data_ptr() % 16:
-            plain(src, dst)
+            plain(src, dst, how)
         else:
             sm_copy(src.view(torch.int32), dst.view(torch.int32), ctas)
 
@@ -132,7 +133,7 @@ def _worker(
             x = torch.randn(numel, device="cuda", dtype=torch.bfloat16)
             for mode in modes:
                 for block in blocks:
-                    coll.MAX_BLOCK = coll.TMA_MAX_BLOCK = block
+                    os.environ["PKROOF_MAX_BLOCK"] = os.environ["PKROOF_TMA_MAX_BLOCK"] = str(block)  # read per launch
                     for ctas in ctas_list:
                         t = time_device(
                             lambda i, k=kind, x=x, m=MODES[mode], c=ctas: coll.exchange(k, x, ctas=c, **m),

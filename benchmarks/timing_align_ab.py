@@ -29,7 +29,8 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
 import pkroof.runtime.timing as timing  # noqa: E402
-from pkroof.kernels.collectives import CTAS_STORE, exchange  # noqa: E402
+from pkroof.kernels.collectives import exchange  # noqa: E402
+from pkroof.kernels.settings import setting  # noqa: E402
 from pkroof.rooflines.units import parse_size  # noqa: E402
 
 KINDS = {"all-reduce": 0, "all-gather": 1, "reduce-scatter": 2, "all-to-all": 3}
@@ -77,6 +78,7 @@ def _rank(rank: int, world: int, sizes: list[str], repeats: int) -> None:
         "nccl", init_method="tcp://127.0.0.1:29583", rank=rank, world_size=world, device_id=torch.device("cuda", rank)
     )
     modes = ("before", "aligned", "20 calls")
+    ctas = setting("PKROOF_CTAS_STORE")  # the push collectives' CTAs, as the built-ins read them
     if rank == 0:
         print(f"{'size':>8} {'collective':<15} {'impl':<7} " + " ".join(f"{m + ' (µs)':>26}" for m in modes))
     for size in sizes:
@@ -86,7 +88,7 @@ def _rank(rank: int, world: int, sizes: list[str], repeats: int) -> None:
             xs = [torch.randn(numel, device="cuda", dtype=torch.bfloat16) for _ in range(SETS)]
             impls = {
                 "nccl": lambda i, k=kind, xs=xs: _nccl(k, xs[i % SETS], world),  # all-reduce in place
-                "pkroof": lambda i, c=code, xs=xs: exchange(c, xs[i % SETS], push=True, ctas=CTAS_STORE),
+                "pkroof": lambda i, c=code, xs=xs: exchange(c, xs[i % SETS], push=True, ctas=ctas),
             }
             for name, fn in impls.items():
                 got = {m: [] for m in modes}

@@ -27,7 +27,6 @@ Sums accumulate in fp32.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -36,7 +35,7 @@ import torch.distributed as dist
 import triton
 import triton.language as tl
 
-from .declare import declare
+from .settings import setting
 from .symm import MAX_CTAS, signal_peers, wait_peers, workspace
 
 _MAX = tl.constexpr(MAX_CTAS)  # as Triton reads globals inside kernels
@@ -260,23 +259,11 @@ def _split_kernel(
         tl.store(calls + _MAX + cta, tl.load(calls + _MAX + cta) + 1)
 
 
-MAX_BLOCK = int(os.environ.get("PKROOF_MAX_BLOCK", 16384))  # larger blocks keep more bytes in flight per thread (one
-# 16-byte load per 8 elements); at 64 MiB on 2xH200, 16384 beat 4096 by 8-20% for all-gather, reduce-scatter and
-# all-to-all and tied for all-reduce (benchmarks/data/2026-11-30-variants/h200x2-sweeps.log)
-
-
-# TMA: a block is one bulk copy's box (BLOCK / 256 rows of 256 elements), and each CTA has one in flight at a time,
-# so the box is the lever. All-gather at 64 MiB on 2xH200, 64 CTAs: 8 KiB boxes (4096 elements) 234 µs, 64 KiB boxes
-# (32768 elements, 128 KiB of shared memory with the store's staging) 142 µs; 136 µs at 128 CTAs, still slower than
-# SM stores (111-116 µs) (benchmarks/2026-11-30-ceilings-h200x2.md).
-TMA_MAX_BLOCK = int(os.environ.get("PKROOF_TMA_MAX_BLOCK", 32768))
-
-
 def _tiling(span: int, ctas: int, max_block: int | None = None) -> tuple[int, int]:
-    """(BLOCK, SUB): blocks of 1024..max_block (default MAX_BLOCK) elements (16-byte accesses for every thread),
-    and up to 16 blocks per flag hand-off while every CTA still gets about four tiles to pipeline."""
+    """(BLOCK, SUB): blocks of 1024..max_block (default PKROOF_MAX_BLOCK, read now) elements (16-byte accesses for
+    every thread), and up to 16 blocks per flag hand-off while every CTA still gets about four tiles to pipeline."""
     per_cta = max(1, span // ctas)
-    block = max(1024, min(max_block or MAX_BLOCK, triton.next_power_of_2(per_cta)))
+    block = max(1024, min(max_block or setting("PKROOF_MAX_BLOCK"), triton.next_power_of_2(per_cta)))
     sub = max(1, min(16, per_cta // (4 * block)))
     return block, 1 << (sub.bit_length() - 1)  # a power of two
 
@@ -402,7 +389,15 @@ def launch(
         if x.is_cuda:  # device-side tensor descriptors live in a little global scratch
             triton.set_allocator(_tma_scratch)
     pairs = max(1, ctas // 2) if split else ctas  # CTAs that stage (and, unsplit, also consume)
-    block, sub = _tiling(layout.span, pairs, TMA_MAX_BLOCK if tma else MAX_BLOCK)
+    # PKROOF_MAX_BLOCK: larger blocks keep more bytes in flight per thread (one 16-byte load per 8 elements); at 64 MiB
+    # on 2xH200, 16384 beat 4096 by 8-20% for all-gather, reduce-scatter and all-to-all and tied for all-reduce
+    # (benchmarks/data/2026-11-30-variants/h200x2-sweeps.log).
+    # PKROOF_TMA_MAX_BLOCK: a TMA block is one bulk copy's box (BLOCK / 256 rows of 256 elements), and each CTA has
+    # one in flight at a time, so the box is the lever. All-gather at 64 MiB on 2xH200, 64 CTAs: 8 KiB boxes (4096
+    # elements) 234 µs, 64 KiB boxes (32768 elements, 128 KiB of shared memory with the store's staging) 142 µs;
+    # 136 µs at 128 CTAs, still slower than SM stores (111-116 µs) (benchmarks/2026-11-30-ceilings-h200x2.md).
+    max_block = setting("PKROOF_TMA_MAX_BLOCK" if tma else "PKROOF_MAX_BLOCK")
+    block, sub = _tiling(layout.span, pairs, max_block)
     n_tiles = triton.cdiv(layout.span, block * sub)
     grid = min(pairs, n_tiles, MAX_CTAS - 1)
     kernel = _split_kernel if split else _exchange_kernel
@@ -434,45 +429,43 @@ def launch(
 
 # ---- implementations the profiler runs against the suite's problems (kernels/registry.py) -------------------------
 
-# CTAs per collective: the probe's plain copies reach 90% of the link with 32 CTAs of loads or 12 of stores (h200x2,
+# CTAs per collective, read from the launch settings when each call runs (kernels/settings.py; the registry names
+# each built-in's): the probe's plain copies reach 90% of the link with 32 CTAs of loads or 12 of stores (h200x2,
 # run 17); with staging and hand-offs more help: 256 for push with 4096-element blocks, 128 with 16384-element
-# blocks (benchmarks/data/2026-11-30-kernels and -variants, sweeps at 64 MiB)
-CTAS_LOAD = int(os.environ.get("PKROOF_CTAS_LOAD", 128))
-CTAS_STORE = int(os.environ.get("PKROOF_CTAS_STORE", 128))
-CTAS_TMA = int(os.environ.get("PKROOF_CTAS_TMA", 128))  # the probe's plain TMA copy needs 16 CTAs for 90% of the
-# link; the staged kernel, one box in flight per CTA, kept getting faster up to 128 (64 MiB, 64 KiB boxes)
-CTAS_SPLIT = int(os.environ.get("PKROOF_CTAS_SPLIT", 256))  # stagers and consumers together
+# blocks (benchmarks/data/2026-11-30-kernels and -variants, sweeps at 64 MiB): PKROOF_CTAS_LOAD and PKROOF_CTAS_STORE
+# 128. PKROOF_CTAS_TMA 128: the probe's plain TMA copy needs 16 CTAs for 90% of the link; the staged kernel, one box
+# in flight per CTA, kept getting faster up to 128 (64 MiB, 64 KiB boxes). PKROOF_CTAS_SPLIT 256: stagers and
+# consumers together.
 
 
-def _collective(kind: int, mechanism: str, ctas: int, **how: bool) -> Callable[[torch.Tensor], torch.Tensor]:
-    """One built-in implementation: `exchange` of `kind` with these settings, declaring its pair."""
+def _collective(kind: int, ctas: str, **how: bool) -> Callable[[torch.Tensor], torch.Tensor]:
+    """One built-in implementation: `exchange` of `kind` with these settings, on the CTAs that launch setting `ctas`
+    holds when it is called (its pair is declared in kernels/registry.py)."""
 
-    @declare(mechanism=mechanism, schedule="serial", comm_sms=ctas, algorithm="one-shot")
     def run(x: torch.Tensor) -> torch.Tensor:
-        return exchange(kind, x, ctas=ctas, **how)
+        return exchange(kind, x, ctas=setting(ctas), **how)
 
     return run
 
 
-all_reduce_one_shot_pull = _collective(ALL_REDUCE, "sm-load", CTAS_LOAD, push=False)
-all_reduce_one_shot_push = _collective(ALL_REDUCE, "sm-store", CTAS_STORE, push=True)
-all_gather_push = _collective(ALL_GATHER, "sm-store", CTAS_STORE, push=True)
-all_gather_pull = _collective(ALL_GATHER, "sm-load", CTAS_LOAD, push=False)
-reduce_scatter_pull = _collective(REDUCE_SCATTER, "sm-load", CTAS_LOAD, push=False)
-reduce_scatter_push = _collective(REDUCE_SCATTER, "sm-store", CTAS_STORE, push=True)
-all_to_all_push = _collective(ALL_TO_ALL, "sm-store", CTAS_STORE, push=True)
-all_to_all_pull = _collective(ALL_TO_ALL, "sm-load", CTAS_LOAD, push=False)
+all_reduce_one_shot_pull = _collective(ALL_REDUCE, "PKROOF_CTAS_LOAD", push=False)
+all_reduce_one_shot_push = _collective(ALL_REDUCE, "PKROOF_CTAS_STORE", push=True)
+all_gather_push = _collective(ALL_GATHER, "PKROOF_CTAS_STORE", push=True)
+all_gather_pull = _collective(ALL_GATHER, "PKROOF_CTAS_LOAD", push=False)
+reduce_scatter_pull = _collective(REDUCE_SCATTER, "PKROOF_CTAS_LOAD", push=False)
+reduce_scatter_push = _collective(REDUCE_SCATTER, "PKROOF_CTAS_STORE", push=True)
+all_to_all_push = _collective(ALL_TO_ALL, "PKROOF_CTAS_STORE", push=True)
+all_to_all_pull = _collective(ALL_TO_ALL, "PKROOF_CTAS_LOAD", push=False)
 
 
-@declare(mechanism="sm-load", schedule="serial", comm_sms=CTAS_LOAD, algorithm="two-shot")
 def all_reduce_two_shot(x):
     """Reduce-scatter (pull) then all-gather (push) of the reduced chunk: (P-1)/P of the bytes of one-shot's pull
     per phase, so it wins over one-shot as P grows; sizes not divisible by P are padded."""
     world = workspace().world
     pad = -x.numel() % world
     flat = torch.nn.functional.pad(x.reshape(-1), (0, pad)) if pad else x.reshape(-1)
-    chunk = exchange(REDUCE_SCATTER, flat, push=False, ctas=CTAS_LOAD)
-    full = exchange(ALL_GATHER, chunk, push=True, ctas=CTAS_STORE)
+    chunk = exchange(REDUCE_SCATTER, flat, push=False, ctas=setting("PKROOF_CTAS_LOAD"))
+    full = exchange(ALL_GATHER, chunk, push=True, ctas=setting("PKROOF_CTAS_STORE"))
     return full[: x.numel()].view_as(x)
 
 
@@ -480,13 +473,13 @@ def all_reduce_two_shot(x):
 # CTA count swept (all-gather 136 µs against 111; benchmarks/2026-11-30-ceilings-h200x2.md): each CTA waits for a
 # bulk load before its bulk store. Chunks that are not 16-element multiples run padded (exchange), which TMA can
 # address too.
-all_reduce_tma = _collective(ALL_REDUCE, "tma", CTAS_TMA, push=True, tma=True)
-all_gather_tma = _collective(ALL_GATHER, "tma", CTAS_TMA, push=True, tma=True)
-reduce_scatter_tma = _collective(REDUCE_SCATTER, "tma", CTAS_TMA, push=True, tma=True)
-all_to_all_tma = _collective(ALL_TO_ALL, "tma", CTAS_TMA, push=True, tma=True)
+all_reduce_tma = _collective(ALL_REDUCE, "PKROOF_CTAS_TMA", push=True, tma=True)
+all_gather_tma = _collective(ALL_GATHER, "PKROOF_CTAS_TMA", push=True, tma=True)
+reduce_scatter_tma = _collective(REDUCE_SCATTER, "PKROOF_CTAS_TMA", push=True, tma=True)
+all_to_all_tma = _collective(ALL_TO_ALL, "PKROOF_CTAS_TMA", push=True, tma=True)
 
 # Split roles: half the CTAs push (SM stores), the other half consume, so the link never waits for a consume.
-all_reduce_split = _collective(ALL_REDUCE, "sm-store", CTAS_SPLIT, push=True, split=True)
-all_gather_split = _collective(ALL_GATHER, "sm-store", CTAS_SPLIT, push=True, split=True)
-reduce_scatter_split = _collective(REDUCE_SCATTER, "sm-store", CTAS_SPLIT, push=True, split=True)
-all_to_all_split = _collective(ALL_TO_ALL, "sm-store", CTAS_SPLIT, push=True, split=True)
+all_reduce_split = _collective(ALL_REDUCE, "PKROOF_CTAS_SPLIT", push=True, split=True)
+all_gather_split = _collective(ALL_GATHER, "PKROOF_CTAS_SPLIT", push=True, split=True)
+reduce_scatter_split = _collective(REDUCE_SCATTER, "PKROOF_CTAS_SPLIT", push=True, split=True)
+all_to_all_split = _collective(ALL_TO_ALL, "PKROOF_CTAS_SPLIT", push=True, split=True)

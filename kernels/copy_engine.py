@@ -1,9 +1,9 @@
 """Collectives whose transfers are copy-engine DMAs (cudaMemcpyAsync into the peers' symmetric inboxes), pipelined.
 
 No SM moves a byte across the link. Each rank cuts what it owes every peer into chunks (halving towards a last one
-of TAIL_BYTES, or of about CHUNK_BYTES) and pushes them, chunk by chunk, into slot `rank` of the peer's inbox on
-that peer's copy stream; after each chunk a signal stream (waiting on the copy streams' events, so the next DMA
-starts at once) raises READY on the peers.
+of TAIL_BYTES, or of about PKROOF_CE_CHUNK bytes) and pushes them, chunk by chunk, into slot `rank` of the peer's
+inbox on that peer's copy stream; after each chunk a signal stream (waiting on the copy streams' events, so the next
+DMA starts at once) raises READY on the peers.
 The calling stream waits for each peer's chunk and finishes it locally (one add per peer, or a copy out of
 the inbox) while the next chunks are still on the link, so only the last chunk's local work is exposed.
 Once every chunk from a peer is consumed, FREE tells the peer its slot may be overwritten; FREE starts with
@@ -15,53 +15,38 @@ then did all the local work behind a barrier, with extra own-slot copies and an 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 import torch
 
-from .declare import declare
+from .settings import setting
 from .symm import side_stream, workspace
 
 CE_READY, CE_FREE = 6, 7  # point-to-point event slots (kernels/fused.py uses 0-5; symm.EVENT_SLOTS = 8)
-CHUNK_BYTES = int(os.environ.get("PKROOF_CE_CHUNK", 16 << 20))  # per peer and chunk; 16 MiB was best or within 3% of
-# it for all four at 64 MiB on 2xH200 (4, 8, 16 MiB swept: benchmarks/data/2026-11-30-variants/h200x2-sweeps.log)
+# chunks per peer: at most MAX_CHUNKS of about PKROOF_CE_CHUNK bytes, or halving from at most MAX_CHUNK_BYTES down to
+# a last one of TAIL_BYTES (chunk_bounds says which, from PKROOF_CE_SCHEDULE)
 MAX_CHUNKS = 16
-# how all-gather and all-to-all copy their own row and each landed chunk out of the inbox: "sm" (an elementwise
-# kernel, leaving the copy engines to the link) or "dma" (Tensor.copy_, itself a copy-engine transfer). At 64 MiB on
-# 2xH200, sm against dma: all-gather 171.3 vs 185.9 µs, all-to-all 185.5 vs 188.5 µs
-# (benchmarks/data/2026-11-30-fourth/call1-sweeps.log)
-LOCAL_COPY = os.environ.get("PKROOF_CE_LOCAL_COPY", "sm")
-
-
-# "equal": chunks of about CHUNK_BYTES (at most MAX_CHUNKS). "halving": the last chunk TAIL_BYTES, each earlier one
-# twice the next up to MAX_CHUNK_BYTES, the first whatever is left: few chunks (each costs the pipeline a DMA
-# boundary, ~2.75 µs on 2xH200) and a small last one (its local work is the only part not hidden behind a DMA).
-# At 256 MiB on 2xH200, DMAs and flags alone (no local work) took 415.6 µs in 16 chunks of 8 MiB, 376.5 in 2 of
-# 64 MiB (reduce-scatter), while with the local work 64 MiB chunks were the slowest (442.2 against 410.4 with
-# 16 MiB): benchmarks/data/2026-11-30-eighth/call1-ce-sweep.log. Halving against equal 16 MiB chunks, ce-sm µs
-# (call2-ce-sweep.log): faster in 11 of 12 cases, all-reduce 793.4 vs 823.2 at 256 MiB and 2936.9 vs 2962.1 at
-# 1 GiB; slower only for the all-gather at 64 MiB (142.8 vs 128.5, 4 chunks against 2 of 16 MiB).
-SCHEDULE = os.environ.get("PKROOF_CE_SCHEDULE", "halving")
 TAIL_BYTES, MAX_CHUNK_BYTES = 4 << 20, 64 << 20
-# copy streams the chunks alternate over. On one stream a DMA starts only once the one before it has finished, so
-# each chunk boundary leaves the link idle for the copy engine's α; on two, the next chunk's DMA is already under
-# way. Local DMAs on one H200 (benchmarks/2026-12-01-one-gpu-h200.md): 128 MiB in 16 chunks took 28.2 µs more
-# than one copy on one stream, 7.5 µs more on two. Not yet measured over NVLink, so one stream stays the default.
-COPY_STREAMS = int(os.environ.get("PKROOF_CE_STREAMS", "1"))
-# a lane of copy streams per peer: each peer's DMAs queue behind that peer's alone, so beyond 2 ranks the copy
-# engine's α of one peer's DMA runs under the others' transfers (chunks per peer cost α each: the model charges
-# peers side by side, rooflines/bound.py). On one lane the P − 1 DMAs of every chunk start one after another.
-# At 2 ranks the two are the same; beyond, nothing is measured (2 GPUs only). PKROOF_CE_PEER_STREAMS=0: one lane.
-PEER_STREAMS = os.environ.get("PKROOF_CE_PEER_STREAMS", "1") != "0"
 
 
 def chunk_bounds(span: int, itemsize: int) -> list[tuple[int, int]]:
-    """[lo, hi) element ranges cut at multiples of 64 elements, sized by SCHEDULE."""
-    if SCHEDULE == "halving":
+    """[lo, hi) element ranges cut at multiples of 64 elements, sized by PKROOF_CE_SCHEDULE (and PKROOF_CE_CHUNK),
+    read now."""
+    # "equal": chunks of about PKROOF_CE_CHUNK bytes (at most MAX_CHUNKS). "halving": the last chunk TAIL_BYTES, each
+    # earlier one twice the next up to MAX_CHUNK_BYTES, the first whatever is left: few chunks (each costs the
+    # pipeline a DMA boundary, ~2.75 µs on 2xH200) and a small last one (its local work is the only part not hidden
+    # behind a DMA). At 256 MiB on 2xH200, DMAs and flags alone (no local work) took 415.6 µs in 16 chunks of 8 MiB,
+    # 376.5 in 2 of 64 MiB (reduce-scatter), while with the local work 64 MiB chunks were the slowest (442.2 against
+    # 410.4 with 16 MiB): benchmarks/data/2026-11-30-eighth/call1-ce-sweep.log. Halving against equal 16 MiB chunks,
+    # ce-sm µs (call2-ce-sweep.log): faster in 11 of 12 cases, all-reduce 793.4 vs 823.2 at 256 MiB and 2936.9 vs
+    # 2962.1 at 1 GiB; slower only for the all-gather at 64 MiB (142.8 vs 128.5, 4 chunks against 2 of 16 MiB).
+    if setting("PKROOF_CE_SCHEDULE") == "halving":
         return _halving_bounds(span, itemsize)
-    n = max(1, min(MAX_CHUNKS, -(-span * itemsize // CHUNK_BYTES)))
+    # per peer and chunk; 16 MiB (the default) was best or within 3% of it for all four at 64 MiB on 2xH200 (4, 8,
+    # 16 MiB swept: benchmarks/data/2026-11-30-variants/h200x2-sweeps.log)
+    chunk_bytes = setting("PKROOF_CE_CHUNK")
+    n = max(1, min(MAX_CHUNKS, -(-span * itemsize // chunk_bytes)))
     step = -(-span // n)
     step = max(64, -(-step // 64) * 64)
     return [(lo, min(lo + step, span)) for lo in range(0, span, step)]
@@ -82,30 +67,42 @@ def _halving_bounds(span: int, itemsize: int) -> list[tuple[int, int]]:
     return bounds
 
 
-def copy_stream_index(chunk: int, peer: int, lanes: int) -> int:
-    """Which of Streams' copy streams carries chunk `chunk`'s DMA to the `peer`-th peer: COPY_STREAMS per lane, the
-    chunks alternating over a lane's; lane `peer` of `lanes` (one lane: every peer on it)."""
-    return (chunk % COPY_STREAMS) * lanes + peer % lanes
+def copy_stream_index(chunk: int, peer: int, lanes: int, per_lane: int) -> int:
+    """Which of Streams' copy streams carries chunk `chunk`'s DMA to the `peer`-th peer: `per_lane` per lane
+    (PKROOF_CE_STREAMS), the chunks alternating over a lane's; lane `peer` of `lanes` (one lane: every peer on it)."""
+    return (chunk % per_lane) * lanes + peer % lanes
 
 
 class Streams:
     """The calling stream, copy streams for the DMAs and a signal stream for the READY raises. The copy streams
-    are COPY_STREAMS per lane, a lane per peer (PEER_STREAMS) or one (copy_stream_index)."""
+    are PKROOF_CE_STREAMS per lane, a lane per peer (PKROOF_CE_PEER_STREAMS) or one (copy_stream_index); both read
+    when a call makes its Streams."""
 
     def __init__(self, peers: int = 1) -> None:
         self.main = torch.cuda.current_stream()
-        self.lanes = max(1, peers) if PEER_STREAMS else 1
-        count = COPY_STREAMS * self.lanes
+        # a lane of copy streams per peer: each peer's DMAs queue behind that peer's alone, so beyond 2 ranks the copy
+        # engine's α of one peer's DMA runs under the others' transfers (chunks per peer cost α each: the model
+        # charges peers side by side, rooflines/bound.py). On one lane (PKROOF_CE_PEER_STREAMS=0) the P − 1 DMAs of
+        # every chunk start one after another. At 2 ranks the two are the same; beyond, nothing is measured (2 GPUs
+        # only).
+        self.lanes = max(1, peers) if setting("PKROOF_CE_PEER_STREAMS") != "0" else 1
+        # copy streams the chunks alternate over. On one stream a DMA starts only once the one before it has
+        # finished, so each chunk boundary leaves the link idle for the copy engine's α; on two, the next chunk's DMA
+        # is already under way. Local DMAs on one H200 (benchmarks/2026-12-01-one-gpu-h200.md): 128 MiB in 16 chunks
+        # took 28.2 µs more than one copy on one stream, 7.5 µs more on two. Not yet measured over NVLink, so one
+        # stream stays the default.
+        self.per_lane = setting("PKROOF_CE_STREAMS")
+        count = self.per_lane * self.lanes
         self.copies = [side_stream(0), *(side_stream(2 + i) for i in range(count - 1))]
         self.signal = side_stream(1)
         for stream in (*self.copies, self.signal):
             stream.wait_stream(self.main)
 
     def _copy_stream(self, chunk: int, peer: int) -> torch.cuda.Stream:
-        return self.copies[copy_stream_index(chunk, peer, self.lanes)]
+        return self.copies[copy_stream_index(chunk, peer, self.lanes, self.per_lane)]
 
     def on_copy(self, chunk: int = 0, peer: int = 0) -> AbstractContextManager:
-        """The copy stream of chunk `chunk`'s DMA to the `peer`-th peer (chunks alternate over COPY_STREAMS)."""
+        """The copy stream of chunk `chunk`'s DMA to the `peer`-th peer (chunks alternate over a lane's streams)."""
         return torch.cuda.stream(self._copy_stream(chunk, peer))
 
     def copies_after_first(self) -> None:
@@ -187,8 +184,9 @@ def _raise(event: int, peers: list[int]) -> None:
         ws.signal(event, p)
 
 
-def _copy_local(src: torch.Tensor, dst: torch.Tensor) -> None:
-    if LOCAL_COPY == "sm":
+def _copy_local(src: torch.Tensor, dst: torch.Tensor, how: str) -> None:
+    """dst = src by `how` (PKROOF_CE_LOCAL_COPY): "sm" or "dma"."""
+    if how == "sm":
         torch.mul(src, 1, out=dst)  # an SM kernel (exact: x · 1 = x), not a DMA
     else:
         dst.copy_(src)
@@ -198,13 +196,18 @@ def _gather(name: str, sources: dict[int, torch.Tensor], own: torch.Tensor) -> t
     """Rows [world, span]: row p is what peer p sent this rank, row `rank` is `own`."""
     ws = workspace()
     out = torch.empty(ws.world, own.numel(), dtype=own.dtype, device=own.device)
+    # how the own row and each landed chunk are copied out of the inbox: "sm" (an elementwise kernel, leaving the copy
+    # engines to the link) or "dma" (Tensor.copy_, itself a copy-engine transfer). At 64 MiB on 2xH200, sm against
+    # dma: all-gather 171.3 vs 185.9 µs, all-to-all 185.5 vs 188.5 µs
+    # (benchmarks/data/2026-11-30-fourth/call1-sweeps.log)
+    how = setting("PKROOF_CE_LOCAL_COPY")
 
     def copy_out(p: int, lo: int, hi: int, rows: torch.Tensor, first: bool) -> None:
-        _copy_local(rows, out[p, lo:hi])
+        _copy_local(rows, out[p, lo:hi], how)
 
     # the own row is copied while the DMAs run: issued before them, it held them back 18 µs at 64 MiB on 2xH200
     # (benchmarks/data/2026-11-30-fourth/call2-timeline.log)
-    _pipelined(name, sources, copy_out, meanwhile=lambda: _copy_local(own.reshape(-1), out[ws.rank]))
+    _pipelined(name, sources, copy_out, meanwhile=lambda: _copy_local(own.reshape(-1), out[ws.rank], how))
     return out
 
 
@@ -230,23 +233,19 @@ def _peers() -> list[int]:
     return [p for p in range(ws.world) if p != ws.rank]
 
 
-@declare(mechanism="copy-engine", schedule="serial", comm_sms=0, algorithm="one-shot")
 def all_gather_ce(shard):
     return _gather("ce-all-gather", dict.fromkeys(_peers(), shard), shard).view(-1)
 
 
-@declare(mechanism="copy-engine", schedule="serial", comm_sms=0, algorithm="one-shot")
 def all_to_all_ce(x):
     chunks = x.reshape(workspace().world, -1)
     return _gather("ce-all-to-all", {p: chunks[p] for p in _peers()}, chunks[workspace().rank]).view(-1)
 
 
-@declare(mechanism="copy-engine", schedule="serial", comm_sms=0, algorithm="one-shot")
 def reduce_scatter_ce(x):
     chunks = x.reshape(workspace().world, -1)
     return _reduce("ce-reduce-scatter", {p: chunks[p] for p in _peers()}, chunks[workspace().rank])
 
 
-@declare(mechanism="copy-engine", schedule="serial", comm_sms=0, algorithm="one-shot")
 def all_reduce_ce(x):
     return _reduce("ce-all-reduce", dict.fromkeys(_peers(), x), x).view_as(x)

@@ -41,6 +41,32 @@ def _named(kind: type[E], what: str, value: str) -> E:
         raise ValueError(f"@declare {what} {value!r} is not one of {', '.join(kind)}") from None
 
 
+def pair(
+    *,
+    mechanism: str,
+    schedule: str,
+    comm_sms: int | None = None,
+    protocol: str = "simple",
+    algorithm: str | None = None,
+) -> dict[str, Any]:
+    """A declared (mechanism, schedule) pair as records carry it, with the protocol its receivers learn that data
+    landed by (Protocol: "simple", a flag behind the data, or "ll", flags inside the data) and the algorithm it
+    runs ("one-shot", "two-shot"...; None: the model takes the cheapest); unknown names are a ValueError, as is LL
+    on anything but a serial SM-store collective (the only LL the model has)."""
+    out = {
+        "mechanism": _named(Mechanism, "mechanism", mechanism).value,
+        "schedule": _named(Schedule, "schedule", schedule).value,
+        "comm_sms": comm_sms,
+    }
+    if algorithm is not None:
+        out["algorithm"] = _named(Algorithm, "algorithm", algorithm).value
+    if _named(Protocol, "protocol", protocol) is Protocol.LL:
+        if Mechanism(mechanism) not in LL_PUSH or Schedule(schedule) is not Schedule.SERIAL:
+            raise ValueError(f"protocol ll: the model has it for serial {', '.join(sorted(LL_PUSH))} only")
+        out["protocol"] = Protocol.LL.value
+    return out
+
+
 def declare(
     *,
     mechanism: str,
@@ -49,24 +75,14 @@ def declare(
     protocol: str = "simple",
     algorithm: str | None = None,
 ) -> Callable[[Callable], Callable]:
-    """Mark a function as one (mechanism, schedule) pair, with the protocol its receivers learn that data landed
-    by (Protocol: "simple", a flag behind the data, or "ll", flags inside the data) and the algorithm it runs
-    ("one-shot", "two-shot"...; None: the model takes the cheapest); unknown names are a ValueError at import
-    time, as is LL on anything but a serial SM-store collective (the only LL the model has)."""
-    pair = {
-        "mechanism": _named(Mechanism, "mechanism", mechanism).value,
-        "schedule": _named(Schedule, "schedule", schedule).value,
-        "comm_sms": comm_sms,
-    }
-    if algorithm is not None:
-        pair["algorithm"] = _named(Algorithm, "algorithm", algorithm).value
-    if _named(Protocol, "protocol", protocol) is Protocol.LL:
-        if Mechanism(mechanism) not in LL_PUSH or Schedule(schedule) is not Schedule.SERIAL:
-            raise ValueError(f"protocol ll: the model has it for serial {', '.join(sorted(LL_PUSH))} only")
-        pair["protocol"] = Protocol.LL.value
+    """Mark a user's implementation as one pair (see `pair`); unknown names are a ValueError when its file is
+    imported. pkroof's built-ins declare theirs in kernels/registry.py instead, readable without torch."""
+    declared_pair = pair(
+        mechanism=mechanism, schedule=schedule, comm_sms=comm_sms, protocol=protocol, algorithm=algorithm
+    )
 
     def mark(fn: Callable) -> Callable:
-        setattr(fn, ATTRIBUTE, pair)
+        setattr(fn, ATTRIBUTE, declared_pair)
         return fn
 
     return mark

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from .declare import declare
-
 _BUFFERS: dict[tuple, Any] = {}
 
 
@@ -42,7 +40,6 @@ def _symmetric_copy(x: Any) -> Any:
     return buf
 
 
-@declare(mechanism="nccl", schedule="serial")
 def nccl_all_reduce_in_place(x: Any) -> Any:
     import torch.distributed as dist
 
@@ -50,7 +47,6 @@ def nccl_all_reduce_in_place(x: Any) -> Any:
     return x
 
 
-@declare(mechanism="nccl", schedule="serial")
 def nccl_broadcast_in_place(x: Any) -> Any:
     import torch.distributed as dist
 
@@ -58,7 +54,6 @@ def nccl_broadcast_in_place(x: Any) -> Any:
     return x
 
 
-@declare(mechanism="nccl", schedule="serial")
 def nccl_reduce_in_place(x: Any) -> Any:
     """Rank 0 returns the sum; the other ranks return an empty tensor (as the reference)."""
     import torch.distributed as dist

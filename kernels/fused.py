@@ -28,8 +28,8 @@ from contextlib import AbstractContextManager
 
 import torch
 
-from .collectives import ALL_GATHER, CTAS_STORE, exchange
-from .declare import declare
+from .collectives import ALL_GATHER, exchange
+from .settings import setting
 from .symm import side_stream, workspace
 
 AGG_READY, AGG_FREE, GRS_READY, GRS_FREE, GAR_READY, GAR_FREE = 0, 1, 2, 3, 4, 5
@@ -69,7 +69,6 @@ def one_shot(output_bytes: int, world: int) -> bool:
     return output_bytes <= ONE_SHOT_MAX_BYTES and extra <= ONE_SHOT_MAX_EXTRA_BYTES
 
 
-@declare(mechanism="copy-engine", schedule="ce-overlap", comm_sms=0)
 def all_gather_gemm_ce(a_shard, b):
     """C [P·m_local, n] = all_gather(A_shard) · B; A_shard [m_local, k], B [k, n]."""
     ws = workspace()
@@ -135,13 +134,11 @@ def _gemm_reduce_scatter(a, b, *, epilogue_push: bool):
     return out
 
 
-@declare(mechanism="copy-engine", schedule="ce-overlap", comm_sms=0)
 def gemm_reduce_scatter_ce(a, b):
     """C_shard [m/P, n] = this rank's rows of sum_p A_p · B_p; A [m, k_local], B [k_local, n]."""
     return _gemm_reduce_scatter(a, b, epilogue_push=False)
 
 
-@declare(mechanism="sm-store", schedule="intra-sm", comm_sms=0)
 def gemm_reduce_scatter_epilogue(a, b):
     """As gemm_reduce_scatter_ce, but the GEMM writes peers' rows straight into their inboxes."""
     return _gemm_reduce_scatter(a, b, epilogue_push=True)
@@ -199,7 +196,6 @@ def _gemm_all_reduce_one_shot(a, b):
     return out
 
 
-@declare(mechanism="copy-engine", schedule="ce-overlap", comm_sms=0)
 def gemm_all_reduce_ce(a, b):
     """C [m, n] = sum_p A_p · B_p on every rank: one-shot (copy-engine overlap, then a local sum) where
     one_shot() says so, else GEMM + reduce-scatter (copy-engine overlap) + all-gather."""
@@ -207,5 +203,5 @@ def gemm_all_reduce_ce(a, b):
         return _gemm_all_reduce_one_shot(a, b)
     rows = _gemm_reduce_scatter(a, b, epilogue_push=False)
     out = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device)
-    exchange(ALL_GATHER, rows.reshape(-1), push=True, ctas=CTAS_STORE, out=out.view(-1))
+    exchange(ALL_GATHER, rows.reshape(-1), push=True, ctas=setting("PKROOF_CTAS_STORE"), out=out.view(-1))
     return out

@@ -29,32 +29,16 @@ import triton
 import triton.language as tl
 
 from .collectives import _buffer, _tma_scratch
-from .declare import declare, report_comm_sms
+from .declare import report_comm_sms
+from .settings import setting
 from .symm import _POLLS, MAX_CTAS, side_stream, signal_peers, wait_peers, workspace
 
-# Settings, all tunable. Swept on 2xH200 (benchmarks/2026-11-30-inter-sm-h200x2.md): communication CTAs of 32
-# warps and 32768-element steps gave the best speed-ups over matmul + NCCL at llama3-8b-tp2 and llama3-70b-tp8. A
-# CTA's step waits for its loads before its stores go, so its rate is about a step per memory latency:
-# 4096-element steps at 8 warps moved ~5 GB/s per CTA (64 MiB over 8 CTAs in 1.7 ms).
-# SMs that communicate (the GEMM gets the others): PKROOF_INTER_SM_CTAS if set, else comm_ctas() per shape
-COMM_CTAS: int | None = int(os.environ["PKROOF_INTER_SM_CTAS"]) if os.environ.get("PKROOF_INTER_SM_CTAS") else None
-# The sweeps' best: 16 at llama3-8b-tp2 (K = 7168 per rank), 8 at llama3-70b-tp8 (K = 14336), bf16. C has e·m·n
-# bytes for 2·m·n·K FLOPs, so communication per unit of compute is e / (2K): the CTAs that keep pace go as e / K.
+# Launch settings (kernels/settings.py, PKROOF_INTER_SM_*), all tunable, read when a call runs; each use says what
+# its default rests on. Communication CTAs (PKROOF_INTER_SM_CTAS, else per shape: comm_ctas): the sweeps' best were
+# 16 at llama3-8b-tp2 (K = 7168 per rank), 8 at llama3-70b-tp8 (K = 14336), bf16. C has e·m·n bytes for 2·m·n·K
+# FLOPs, so communication per unit of compute is e / (2K): the CTAs that keep pace go as e / K.
 COMM_K_BF16 = 16 * 7168  # = 8 * 14336
 COMM_CTAS_RANGE = (4, 32)  # what the sweeps covered
-COMM_BLOCK = int(os.environ.get("PKROOF_INTER_SM_BLOCK", 32768))  # elements per step, 16-byte accesses
-COMM_WARPS = int(os.environ.get("PKROOF_INTER_SM_WARPS", 32))  # a communication CTA has its SM to itself
-PIECES = int(os.environ.get("PKROOF_INTER_SM_PIECES", 4))  # units per band: the last bands spread over more CTAs
-TILE = tuple(int(v) for v in os.environ.get("PKROOF_INTER_SM_TILE", "128,256,64,4,8").split(","))  # BM, BN, BK,
-# pipeline stages, warps of the GEMM
-# Tile order: 1 walks C row-major (bands finish in order). G > 1 walks column-major within groups of G bands, so B's
-# columns are read from L2 by G bands at once: at llama3-70b-tp8 on one H200, 8 made the GEMM alone 7-8% faster
-# on 124 CTAs, but the group's bands finish together, later, so communication starts later and the tail after the
-# GEMM grows; 1 stays the default until the fused kernel is timed on 2 GPUs (benchmarks/2026-12-01-tile-order.md).
-GROUP = int(os.environ.get("PKROOF_INTER_SM_GROUP", 1))
-if GROUP < 1:
-    raise ValueError(f"PKROOF_INTER_SM_GROUP must be at least 1, got {GROUP}")
-_INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
 
 @triton.jit
@@ -185,10 +169,11 @@ def _reduce_kernel(staging, out, inbox_table, flag_table, my_flags, epochs, call
 
 
 def comm_ctas(k: int, element_size: int) -> int:
-    """Communication CTAs for a GEMM with inner size k (per rank): COMM_CTAS if set, else COMM_K_BF16 / k scaled
-    by the element size (relative to bf16's 2 bytes), rounded up, within COMM_CTAS_RANGE."""
-    if COMM_CTAS is not None:
-        return COMM_CTAS
+    """Communication CTAs for a GEMM with inner size k (per rank): PKROOF_INTER_SM_CTAS if set (read now), else
+    COMM_K_BF16 / k scaled by the element size (relative to bf16's 2 bytes), rounded up, within COMM_CTAS_RANGE."""
+    fixed = setting("PKROOF_INTER_SM_CTAS")
+    if fixed is not None:
+        return fixed
     lo, hi = COMM_CTAS_RANGE
     return max(lo, min(hi, -(-COMM_K_BF16 * element_size // (2 * k))))
 
@@ -207,10 +192,11 @@ def slot(m: int, n: int) -> int:
 
 
 def gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, band_ready: torch.Tensor, n_ctas: int,
-         tile: tuple[int, ...] = TILE, group: int = 1) -> None:  # fmt: skip
-    """c = a · b by the persistent GEMM on `n_ctas` CTAs, counting each finished tile in band_ready[band]; tiles in
-    the order _tile_at gives for `group`."""
-    bm, bn, bk, stages, warps = tile
+         tile: tuple[int, ...] | None = None, group: int = 1) -> None:  # fmt: skip
+    """c = a · b by the persistent GEMM on `n_ctas` CTAs, counting each finished tile in band_ready[band]; tiles
+    (BM, BN, BK, pipeline stages, warps: PKROOF_INTER_SM_TILE, read now, if None) in the order _tile_at gives for
+    `group`."""
+    bm, bn, bk, stages, warps = setting("PKROOF_INTER_SM_TILE") if tile is None else tile
     m, k = a.shape
     n = b.shape[1]
     if (k * a.element_size()) % 16 or (n * b.element_size()) % 16:
@@ -218,27 +204,39 @@ def gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, band_ready: torch.Te
     if a.is_cuda:
         triton.set_allocator(_tma_scratch)  # device-side tensor descriptors live in a little global scratch
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+    interpreted = os.environ.get("TRITON_INTERPRET") == "1"  # the CPU tests: see _gemm_kernel's UPCAST
     _gemm_kernel[(min(n_ctas, tiles),)](a, b, c, band_ready, m, n, k, min(n_ctas, tiles), BM=bm, BN=bn, BK=bk,
-                                        STAGES=stages, GROUP=group, UPCAST=_INTERPRETED, num_warps=warps)  # fmt: skip
+                                        STAGES=stages, GROUP=group, UPCAST=interpreted, num_warps=warps)  # fmt: skip
 
 
 def reduce(staging, out, inbox_table, flag_table, my_flags, epochs, calls, unit_seen, band_ready, rank: int,
            world: int, m: int, n: int, *, comm_ctas: int, phase: int = 0,
-           pieces: int = PIECES, bm: int = TILE[0], bn: int = TILE[1]) -> None:  # fmt: skip
+           pieces: int | None = None, bm: int | None = None, bn: int | None = None) -> None:  # fmt: skip
     """The communication CTAs for one rank: tables are int64 addresses of every rank's inbox (2 · world ·
     slot(m, n) elements: two parity halves of a slot per source rank) and flags (real peers, or emulated ranks'
-    buffers on one GPU with phase 1 then 2)."""
+    buffers on one GPU with phase 1 then 2). pieces, bm, bn: PKROOF_INTER_SM_PIECES and PKROOF_INTER_SM_TILE's, read
+    now, where None."""
+    if pieces is None:
+        pieces = setting("PKROOF_INTER_SM_PIECES")
+    if bm is None or bn is None:
+        tile = setting("PKROOF_INTER_SM_TILE")
+        bm, bn = (tile[0] if bm is None else bm), (tile[1] if bn is None else bn)
+    # Swept on 2xH200 (benchmarks/2026-11-30-inter-sm-h200x2.md): communication CTAs of 32 warps
+    # (PKROOF_INTER_SM_WARPS; a communication CTA has its SM to itself) and 32768-element steps (PKROOF_INTER_SM_BLOCK;
+    # 16-byte accesses) gave the best speed-ups over matmul + NCCL at llama3-8b-tp2 and llama3-70b-tp8. A CTA's step
+    # waits for its loads before its stores go, so its rate is about a step per memory latency: 4096-element steps at
+    # 8 warps moved ~5 GB/s per CTA (64 MiB over 8 CTAs in 1.7 ms).
+    block, warps = setting("PKROOF_INTER_SM_BLOCK"), setting("PKROOF_INTER_SM_WARPS")
     rows, units, per_band = plan(m, pieces, bm)
     assert n % 8 == 0, "16-byte rows"  # the kernel's offsets rely on it
     # never more CTAs than units: every CTA must own a unit in every call (the parity argument needs it)
     _reduce_kernel[(min(comm_ctas, units, MAX_CTAS - 1),)](
         staging, out, inbox_table, flag_table, my_flags, epochs, calls, unit_seen, band_ready,
         rank, m, n, bm, rows, units, world * slot(m, n), slot(m, n), triton.cdiv(n, bn),
-        WORLD=world, PIECES=per_band, BLOCK=COMM_BLOCK, PHASE=phase, num_warps=COMM_WARPS,
+        WORLD=world, PIECES=per_band, BLOCK=block, PHASE=phase, num_warps=warps,
     )  # fmt: skip
 
 
-@declare(mechanism="sm-store", schedule="inter-sm", comm_sms=COMM_CTAS)  # None: per shape, reported per call
 def gemm_all_reduce_inter_sm(a, b):
     """C [m, n] = sum_p A_p · B_p on every rank; A [m, k_local], B [k_local, n]."""
     ws = workspace()
@@ -250,7 +248,14 @@ def gemm_all_reduce_inter_sm(a, b):
     staging, _ = ws.buffer("gemm-ar-staging", m * n, a.dtype)
     _, inbox_table = ws.buffer("gemm-ar-inbox", 2 * ws.world * slot(m, n), a.dtype)
     key = ("gemm-ar", m, n, a.dtype)
-    tile, pieces, group = TILE, PIECES, GROUP  # read at call time, so a sweep can set them
+    # BM, BN, BK, pipeline stages, warps of the GEMM; units per band (the last bands spread over more CTAs)
+    tile, pieces = setting("PKROOF_INTER_SM_TILE"), setting("PKROOF_INTER_SM_PIECES")
+    # Tile order: 1 walks C row-major (bands finish in order). G > 1 walks column-major within groups of G bands, so
+    # B's columns are read from L2 by G bands at once: at llama3-70b-tp8 on one H200, 8 made the GEMM alone 7-8%
+    # faster on 124 CTAs, but the group's bands finish together, later, so communication starts later and the tail
+    # after the GEMM grows; 1 stays the default until the fused kernel is timed on 2 GPUs
+    # (benchmarks/2026-12-01-tile-order.md).
+    group = setting("PKROOF_INTER_SM_GROUP")
     band_ready = ws.counter((*key, tile, "bands"), triton.cdiv(m, tile[0]))
     unit_seen = ws.counter((*key, tile, pieces, "units"), plan(m, pieces, tile[0])[1])
     calls = ws.counter((*key, "calls"))

@@ -26,7 +26,6 @@ every rank's output is the same.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
 import torch
@@ -34,7 +33,8 @@ import torch.distributed as dist
 import triton
 import triton.language as tl
 
-from .declare import declare, report_comm_sms
+from .declare import report_comm_sms
+from .settings import setting
 from .symm import MAX_CTAS, MAX_POLLS, workspace
 
 _POLLS = tl.constexpr(MAX_POLLS)
@@ -42,9 +42,6 @@ PACK = {torch.float32: 1, torch.bfloat16: 2, torch.float16: 2}  # elements per 4
 _CODE = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}  # how the kernel unpacks a word
 MAX_BYTES = 64 << 20  # a message refused above: LL is for small messages
 MAX_INBOX_BYTES = 512 << 20  # and one whose inbox (16 bytes per word per peer: 2 parities of 8-byte lines) is larger
-CTAS_LL = int(os.environ.get("PKROOF_CTAS_LL", 128))
-if CTAS_LL < 1:
-    raise ValueError(f"PKROOF_CTAS_LL must be at least 1, got {CTAS_LL}")
 
 
 @triton.jit
@@ -223,11 +220,14 @@ def _checked(kind: str, x: torch.Tensor, world: int) -> None:
         )
 
 
-def collective(kind: str, x: torch.Tensor, *, ctas: int = CTAS_LL, group: dist.ProcessGroup | None = None):
+def collective(kind: str, x: torch.Tensor, *, ctas: int | None = None, group: dist.ProcessGroup | None = None):
     """Collective `kind` (all-reduce, all-gather, reduce-scatter, all-to-all) of every rank's x, as a new tensor, by
-    the LL protocol, one-shot: every rank stores its lines straight into every peer's inbox."""
+    the LL protocol, one-shot: every rank stores its lines straight into every peer's inbox. At most `ctas` CTAs
+    (None: PKROOF_CTAS_LL, read now)."""
     ws = workspace(group)
     _checked(kind, x, ws.world)
+    if ctas is None:
+        ctas = setting("PKROOF_CTAS_LL")
     chunked, reduce = KINDS[kind]
     if x.numel() == 0:
         return output_of(kind, torch.empty(0, dtype=torch.int32, device=x.device), x, ws.world)
@@ -244,29 +244,31 @@ def collective(kind: str, x: torch.Tensor, *, ctas: int = CTAS_LL, group: dist.P
     return output_of(kind, out, x, ws.world)
 
 
-def all_reduce(x: torch.Tensor, *, ctas: int = CTAS_LL, group: dist.ProcessGroup | None = None) -> torch.Tensor:
-    """The sum of every rank's x, as a new tensor, by the LL protocol."""
+def all_reduce(x: torch.Tensor, *, ctas: int | None = None, group: dist.ProcessGroup | None = None) -> torch.Tensor:
+    """The sum of every rank's x, as a new tensor, by the LL protocol (at most `ctas` CTAs; None: PKROOF_CTAS_LL)."""
     return collective("all-reduce", x, ctas=ctas, group=group)
 
 
-def ctas_used(kind: str, x: torch.Tensor, world: int, ctas: int = CTAS_LL) -> int:
-    """The CTAs the LL collective of x takes: about one tile each, so small messages take fewer than `ctas`."""
-    return tiling(words_per_peer(kind, x, world), ctas)[2]
+def ctas_used(kind: str, x: torch.Tensor, world: int, ctas: int | None = None) -> int:
+    """The CTAs the LL collective of x takes: about one tile each, so small messages take fewer than `ctas` (None:
+    PKROOF_CTAS_LL, read now)."""
+    return tiling(words_per_peer(kind, x, world), setting("PKROOF_CTAS_LL") if ctas is None else ctas)[2]
 
 
 def _reported(fn: Callable, kind: str, x: torch.Tensor) -> torch.Tensor:
-    """collective(kind, x) for built-in `fn`, which first tells the profiler the CTAs it takes (report_comm_sms);
-    x is checked before anything reads its dtype."""
+    """collective(kind, x) for built-in `fn` on PKROOF_CTAS_LL CTAs (read now), which first tells the profiler the CTAs
+    it takes (report_comm_sms); x is checked before anything reads its dtype."""
     world = workspace().world
     _checked(kind, x, world)
-    report_comm_sms(fn, ctas_used(kind, x, world))
-    return collective(kind, x)
+    ctas = setting("PKROOF_CTAS_LL")
+    report_comm_sms(fn, ctas_used(kind, x, world, ctas))
+    return collective(kind, x, ctas=ctas)
 
 
 def _ll(kind: str) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The built-in implementation of `kind` by the LL protocol, declaring its pair and reporting its CTAs."""
+    """The built-in implementation of `kind` by the LL protocol, reporting its CTAs (its pair is declared in
+    kernels/registry.py)."""
 
-    @declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_LL, protocol="ll", algorithm="one-shot")
     def run(x: torch.Tensor) -> torch.Tensor:
         return _reported(run, kind, x)
 
@@ -280,7 +282,6 @@ def padded_for_two_shot(x: torch.Tensor, world: int) -> torch.Tensor:
     return torch.nn.functional.pad(flat, (0, pad)) if pad else flat
 
 
-@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_LL, protocol="ll", algorithm="two-shot")
 def all_reduce_two_shot_ll(x: torch.Tensor) -> torch.Tensor:
     """Two-shot all-reduce by the LL protocol (built-in `pkroof-two-shot-ll`): an LL reduce-scatter, then an LL
     all-gather of the reduced chunk. Each rank puts 2(P − 1)/P·S of data on its link against the one-shot's
@@ -288,8 +289,9 @@ def all_reduce_two_shot_ll(x: torch.Tensor) -> torch.Tensor:
     world = workspace().world
     _checked("all-reduce", x, world)
     flat = padded_for_two_shot(x, world)
-    report_comm_sms(all_reduce_two_shot_ll, ctas_used("reduce-scatter", flat, world))
-    full = collective("all-gather", collective("reduce-scatter", flat))
+    ctas = setting("PKROOF_CTAS_LL")
+    report_comm_sms(all_reduce_two_shot_ll, ctas_used("reduce-scatter", flat, world, ctas))
+    full = collective("all-gather", collective("reduce-scatter", flat, ctas=ctas), ctas=ctas)
     return full[: x.numel()].view_as(x)
 
 
@@ -301,25 +303,21 @@ all_to_all_ll = _ll("all-to-all")  # pkroof-all-to-all-ll
 
 # The tensor-parallel GEMMs, serial: cuBLAS, then an LL collective (or the all-gather first). For small shapes, where
 # the model prefers LL to any overlap: one wave of tiles leaves nothing to overlap (2026-12-01-ll-protocol.md).
-@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_LL, protocol="ll", algorithm="one-shot")
 def gemm_reduce_scatter_ll(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """This rank's rows of the sum over ranks of A·B (built-in `pkroof-gemm-rs-ll`)."""
     return _reported(gemm_reduce_scatter_ll, "reduce-scatter", a @ b).view(-1, b.shape[1])
 
 
-@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_LL, protocol="ll", algorithm="one-shot")
 def all_gather_gemm_ll(a_shard: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """all_gather(A_shard) · B (built-in `pkroof-ag-gemm-ll`)."""
     return _reported(all_gather_gemm_ll, "all-gather", a_shard).view(-1, a_shard.shape[1]) @ b
 
 
-@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_LL, protocol="ll", algorithm="one-shot")
 def gemm_all_reduce_ll(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """The sum over ranks of A·B on every rank (built-in `pkroof-gemm-ar-ll`)."""
     return _reported(gemm_all_reduce_ll, "all-reduce", a @ b)
 
 
-@declare(mechanism="sm-store", schedule="serial", comm_sms=CTAS_LL, protocol="ll", algorithm="one-shot")
 def gemv_all_reduce_ll(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """Decode-time row-parallel GEMV, then the LL all-reduce of its output (built-in `pkroof-gemv-ar-ll`)."""
     return _reported(gemv_all_reduce_ll, "all-reduce", torch.nn.functional.linear(x, weight))

@@ -11,7 +11,6 @@ from typing import Annotated
 
 import typer
 
-from pkroof import analyze as _analyze
 from pkroof import show as _show
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
@@ -34,13 +33,31 @@ Params = Annotated[
 ]
 Dtype = Annotated[str | None, typer.Option(help="fp8, bf16, fp16, tf32 or fp32 (default: bf16, a problem's own)")]
 AsJson = Annotated[bool, typer.Option("--json", help="one JSON object instead of text")]
-Problem = Annotated[str, typer.Argument(help="built-in or suite problem (pkroof problems), or a problem file")]
-Shape = Annotated[str | None, typer.Option(help="a named shape of a suite problem, e.g. llama3-70b-tp8")]
+Problem = Annotated[str, typer.Argument(help="a suite problem (pkroof problems) or a problem file (path.py)")]
+Shape = Annotated[
+    str | None, typer.Option(help="a named shape of the problem (pkroof problems lists them), e.g. llama3-70b-tp8")
+]
 
 
 def _fail(message: str) -> None:
     typer.echo(f"pkroof: {message}", err=True)
     raise typer.Exit(2)
+
+
+DEFAULT_TOPOLOGY = "hgx-h100-8"
+
+
+def _overrides(size: str | None, params: list[str] | None) -> dict[str, int]:
+    """--param pairs and --size as the problem's parameter overrides (size → size_bytes)."""
+    from pkroof.kernels.catalogue import parse_params
+    from pkroof.rooflines.units import parse_size
+
+    overrides = parse_params(params or [])
+    if size is not None:
+        if "size_bytes" in overrides:
+            raise ValueError("give the size once: --size or --param size_bytes=..., not both")
+        overrides["size_bytes"] = parse_size(size)
+    return overrides
 
 
 def _run(
@@ -53,16 +70,18 @@ def _run(
     dtype: str | None,
     shape: str | None = None,
 ):
+    """The one analysis of `problem` (profilers/analysis.py), or one line and exit 2."""
+    from pkroof.profilers.analysis import analyze
+
     try:
-        return _analyze.analyze(
+        return analyze(
             problem,
             topology=topology,
+            shape=shape,
+            params=_overrides(size, params),
             world_size=world_size,
             nodes=nodes,
-            size=size,
-            params=params,
             dtype=dtype,
-            named_shape=shape,
         )
     except ValueError as e:
         _fail(str(e))
@@ -99,7 +118,7 @@ def probe(
 @app.command()
 def problems() -> None:
     """List the built-in problem suite: category, shapes and the real code each comes from."""
-    from pkroof.profilers.problems import suite
+    from pkroof.kernels.catalogue import suite
 
     try:
         typer.echo(_show.problems_table(suite()))
@@ -135,9 +154,7 @@ def profile(
     from pkroof.profilers.profile import profile as run_profile
 
     try:
-        overrides = _analyze.parse_params(param or [])
-        if size is not None:
-            overrides["size_bytes"] = _analyze.parse_size(size)
+        overrides = _overrides(size, param)
         run_profile(
             problem,
             impls=impl or [],
@@ -168,8 +185,9 @@ def report(
     run: Annotated[bool, typer.Option("--run", help="on a GPU node: probe, profile the suite, then report")] = False,
 ) -> None:
     """An HTML report: an index, a page per problem with its roofline, and the topology's page."""
-    from pkroof.report import main_job, run_all
-    from pkroof.report import report as run_report
+    from pkroof.reports.job import main_job
+    from pkroof.reports.job import report as run_report
+    from pkroof.run import run_all
 
     if fmt not in ("html", "csv", "json", "parquet"):
         _fail(f"--format takes html, csv, json or parquet, got {fmt!r}")
@@ -257,7 +275,7 @@ def topology_calibrate(
 @app.command("bound")
 def bound_cmd(
     problem: Problem,
-    topology: Topo = _analyze.DEFAULT_TOPOLOGY,
+    topology: Topo = DEFAULT_TOPOLOGY,
     world_size: World = None,
     nodes: Nodes = None,
     size: Size = None,
@@ -267,20 +285,18 @@ def bound_cmd(
     as_json: AsJson = False,
 ) -> None:
     """The communication-aware roofline of a problem, with a prediction per (mechanism, schedule)."""
-    b, advice = _run(problem, topology, world_size, nodes, size, param, dtype, shape)
+    a = _run(problem, topology, world_size, nodes, size, param, dtype, shape).analysis
     if as_json:
-        from pkroof.rooflines.export import bound_to_dict
-
-        json.dump(bound_to_dict(b, advice), sys.stdout, indent=2)
+        json.dump(a.to_dict(), sys.stdout, indent=2)
         typer.echo()
     else:
-        typer.echo(_show.bound_text(b, advice))
+        typer.echo(_show.bound_text(a.bound, a.advice))
 
 
 @app.command()
 def advise(
     problem: Problem,
-    topology: Topo = _analyze.DEFAULT_TOPOLOGY,
+    topology: Topo = DEFAULT_TOPOLOGY,
     world_size: World = None,
     nodes: Nodes = None,
     size: Size = None,
@@ -290,14 +306,13 @@ def advise(
     as_json: AsJson = False,
 ) -> None:
     """Which mechanism and schedule to build before hand-tuning, and why."""
-    b, advice = _run(problem, topology, world_size, nodes, size, param, dtype, shape)
+    pa = _run(problem, topology, world_size, nodes, size, param, dtype, shape)
+    a = pa.analysis
     if as_json:
-        from pkroof.rooflines.export import bound_to_dict
-
-        json.dump(bound_to_dict(b, advice)["recommendation"], sys.stdout, indent=2)
+        json.dump(a.to_dict()["recommendation"], sys.stdout, indent=2)
         typer.echo()
     else:
-        typer.echo(_show.advice_text(b, advice))
-        kernels = _show.builtin_kernels_text(problem, advice)
+        typer.echo(_show.advice_text(a.bound, a.advice))
+        kernels = _show.builtin_kernels_text(pa.problem.name, a.advice)
         if kernels:
             typer.echo("\n" + kernels)

@@ -199,16 +199,19 @@ def advice_text(b: Bound, advice: Advice) -> str:
     )
 
 
+def _param(name: str, value: object) -> str:
+    return f"{name}={fmt_bytes(value)}" if name.endswith("_bytes") and isinstance(value, int) else f"{name}={value}"
+
+
 def problems_table(problems: list) -> str:
-    rows = [[p.name, p.category, ", ".join(p.shapes), p.source] for p in problems]
-    return _table(["problem", "category", "shapes", "from"], rows)
-
-
-def _declared(impl) -> dict | None:
-    """The pair a built-in implementation declares; importing it may need triton (ImportError without)."""
-    from pkroof.kernels.declare import declared
-
-    return declared(impl.fn)
+    """Each problem, then one line per named shape with its parameters (the default marked)."""
+    rows = []
+    for p in problems:
+        rows.append([p.name, p.category, p.source])
+        for name, params in p.shapes.items():
+            mark = " (default)" if name == p.default_shape else ""
+            rows.append(["", f"  {name}{mark}", ", ".join(_param(k, v) for k, v in params.items())])
+    return _table(["problem", "category / shape", "from / parameters"], rows)
 
 
 def _mechanism(pair: dict) -> str:
@@ -218,18 +221,15 @@ def _mechanism(pair: dict) -> str:
 
 def implementations_table(registry: dict) -> str:
     """Built-in implementations: the problems each implements, whose it is, whether the profiler runs it unasked,
-    and the (mechanism, schedule, comm SMs) it declares (read from the kernel, which needs triton)."""
+    and the (mechanism, schedule, comm CTAs) it declares (kernels/registry.py: no kernel is imported)."""
     rows = []
     for name, impl in registry.items():
-        try:
-            pair = _declared(impl)
-            said = f"{_mechanism(pair)} / {pair['schedule']}" if pair else "-"
-            if pair and pair.get("comm_sms") is not None:
-                said += f" / {pair['comm_sms']} comm CTAs"
-            elif pair and pair["schedule"] == "inter-sm":  # it reports its count per call (report_comm_sms)
-                said += " / comm CTAs per shape"
-        except ImportError as e:  # triton or torch missing here: the registry still lists it
-            said = f"(cannot import: {e.name})"
+        pair = impl.pair
+        said = f"{_mechanism(pair)} / {pair['schedule']}" if pair else "-"
+        if pair and pair.get("comm_sms") is not None:
+            said += f" / {pair['comm_sms']} comm CTAs"
+        elif pair and pair["schedule"] == "inter-sm":  # it reports its count per call (report_comm_sms)
+            said += " / comm CTAs per shape"
         runs = "auto" if impl.auto else "--impl"
         if impl.auto and impl.auto_max_bytes:
             runs += f" ≤ {fmt_bytes(impl.auto_max_bytes)}"
@@ -246,10 +246,7 @@ def builtin_kernels_text(problem: str, advice: Advice) -> str:
     for name, impl in BUILTIN_IMPLS.items():
         if problem not in impl.problems:
             continue
-        try:
-            pair = _declared(impl)
-        except ImportError:  # no triton here: name it without its pair
-            pair = None
+        pair = impl.pair
         said = f"{_mechanism(pair)} + {pair['schedule']}" if pair else impl.family
         runs_best = pair and pair.get("algorithm") in (None, *advice.best.algorithms)  # one-shot LL, not two-shot
         mark = "  <- the recommended pair" if runs_best and (_mechanism(pair), pair["schedule"]) == best else ""

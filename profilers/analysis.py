@@ -1,94 +1,188 @@
-"""A problem's analysis for the report: its bound and advice at a shape, and bounds swept over sizes or shapes.
+"""A problem's analysis: from a problem (suite name, file, or a record's stored workload), a topology, a shape, a
+world size and a dtype to its Workload, Bound, every prediction, Advice and the roof swept over sizes or shapes.
 
-Computed by the profiler and stored with the reference's record, so a report renders recorded results without
-torch, or by `pkroof report` itself for an analytic report.
+`pkroof bound`, `advise`, `profile`'s table and `report` all call `analyze`. The workload comes from the problem's
+hand-written `workload()` where it has one (torch-free), else from tracing its reference (torch: on meta tensors,
+or on CPU ranks where it needs values); a sweep only ever traces on meta tensors.
 """
 
 from __future__ import annotations
 
+import importlib.util
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from pkroof.rooflines import System, advise, bound
-from pkroof.rooflines.export import bound_to_dict
-
-from .problems import Problem
-
-SWEEP_SIZES = [4096 * 4**i for i in range(10)]  # collectives: 4 KiB … 1 GiB, nccl-tests' convention
-
-
-def _point(b: Any) -> dict[str, Any]:
-    return {
-        "size_bytes": sum(op.size_bytes for op in b.workload.comm),
-        "t_roof_s": b.t_roof_s,
-        "compute_s": b.t_compute_s,
-        "hbm_s": b.t_hbm_s,
-        "link_s": b.t_link_s,
-        "latency_s": b.t_latency_s,
-        "predictions": {p.key: p.t_s for p in b.predictions},
-    }
-
-
-WHOLE_BYTES = 16  # a collective's size is rounded to whole chunks of elements up to this wide (fp8 … 2×fp64)
+from pkroof.kernels.catalogue import Problem, ProblemError, guarded
+from pkroof.kernels.catalogue import load as load_problem
+from pkroof.rooflines import (
+    DTYPE_BYTES,
+    Advice,
+    Algorithm,
+    Bound,
+    Mechanism,
+    Prediction,
+    Protocol,
+    Schedule,
+    System,
+    Workload,
+    predict,
+)
+from pkroof.rooflines.analysis import SWEEP_SIZES, Analysis, whole_size
+from pkroof.rooflines.analysis import analyze as analyze_workload
+from pkroof.rooflines.bound import check_fits
+from pkroof.topology import Topology, resolve
 
 
-def _whole(size_bytes: int, world: int) -> int:
-    """`size_bytes` rounded down so that every rank gets whole chunks (72 ranks: a 2^k size does not split)."""
-    return size_bytes - size_bytes % (WHOLE_BYTES * world)
+class NeedsDataError(ValueError):
+    """The reference's control flow needs values (MoE splits, `.item()`), and the caller allowed no CPU ranks."""
 
 
-def _workload(problem: Any, world: int, params: dict[str, Any]) -> Any:
-    from .trace import NEEDS_DATA, trace_on_meta
+def _check_dtype(dtype: str | None) -> None:
+    if dtype is not None and dtype not in DTYPE_BYTES:
+        raise ValueError(f"unknown dtype {dtype!r} (one of: {', '.join(DTYPE_BYTES)})")
 
-    if problem.has_workload:  # raises ValueError itself if the shape does not divide
-        return problem.module.workload(world, **params)
+
+def _hand_written(problem: Problem, world_size: int, params: dict[str, Any], dtype: str | None) -> Workload:
+    w = guarded(problem, "workload", lambda: problem.workload(world_size, params, dtype))
+    if not isinstance(w, Workload):
+        raise ProblemError(f"{problem.path}: workload() returned {type(w).__name__}, not a pkroof.rooflines.Workload")
+    return w
+
+
+def _torch_missing(problem: Problem) -> ValueError:
+    return ValueError(
+        f"{problem.name}: it has no hand-written workload(), so its reference is traced, which needs torch: "
+        "pip install torch"
+    )
+
+
+def workload_of(
+    problem: Problem, world_size: int, params: dict[str, Any], *, dtype: str | None = None, cpu_ranks: bool = True
+) -> Workload:
+    """The problem's hand-written workload if it has one, else the one traced from its reference; in `dtype` where
+    given (a hand-written workload that takes `dtype` gets it, else the trace casts the inputs). `cpu_ranks`
+    False: a reference that needs values is a NeedsDataError instead of a trace on CPU ranks."""
+    _check_dtype(dtype)
+    if problem.has_workload and (dtype is None or problem.workload_takes_dtype):
+        return _hand_written(problem, world_size, params, dtype)
+    if importlib.util.find_spec("torch") is None:
+        raise _torch_missing(problem)
+    from .trace import NEEDS_DATA, input_dtype, trace, trace_on_meta
+
+    if dtype is not None and dtype == input_dtype(problem, world_size, params):
+        dtype = None
+    if problem.has_workload and dtype is None:
+        return _hand_written(problem, world_size, params, None)
+    if cpu_ranks:
+        return trace(problem, world_size, params, dtype=dtype)
     try:
-        return trace_on_meta(problem, world, params)
-    except NEEDS_DATA:  # value-dependent code (MoE splits, top-k): not traceable without data
-        return None
+        return trace_on_meta(problem, world_size, params, dtype=dtype)
+    except NEEDS_DATA as e:
+        raise NeedsDataError(f"{problem.name}: its reference needs data to trace ({type(e).__name__})") from None
 
 
-def cheap_workload(problem: Any, world: int, params: dict[str, Any]) -> Any:
-    """The hand-written workload, else a trace on meta tensors; None where only a real run could trace it
-    (a sweep never starts CPU ranks at a real model's shape: they would need its memory).
-
-    A collective's `size_bytes` that does not split over `world` ranks is rounded down to one that does, as the
-    built-in analytic pages do (64 MiB over 72 ranks: 67107840 B); the workload's params say the size used. A
-    shape that still does not divide, or a file whose code raises, is a ValueError of one line saying why."""
+def _sized(problem: Problem, world_size: int, params: dict[str, Any], dtype: str | None, **kw: Any) -> Workload:
+    """workload_of, with a collective's `size_bytes` that does not split over `world_size` ranks rounded down to
+    one that does (64 MiB over 72 ranks: 67107840 B); the workload's params say the size used."""
     try:
-        return _workload(problem, world, params)
+        return workload_of(problem, world_size, params, dtype=dtype, **kw)
     except ValueError:
         size = params.get("size_bytes")
-        if not isinstance(size, int) or _whole(size, world) in (size, 0):
+        if not isinstance(size, int) or whole_size(size, world_size) in (size, 0):
             raise
-        return _workload(problem, world, params | {"size_bytes": _whole(size, world)})
+        return workload_of(
+            problem, world_size, params | {"size_bytes": whole_size(size, world_size)}, dtype=dtype, **kw
+        )
 
 
-def sweep(problem: Any, params: dict[str, Any], world: int, system: Any) -> list[dict[str, Any]]:
-    """Bounds along the problem's size (collectives) or across its named shapes (everything else)."""
+def _sweep(problem: Problem, params: dict[str, Any], world_size: int, dtype: str | None) -> list[Workload]:
+    """The problem along its size (collectives: SWEEP_SIZES) or across its named shapes (everything else): what
+    can be had cheaply, a hand-written workload or a trace on meta tensors, never CPU ranks."""
     if "size_bytes" in params:
         variants = [params | {"size_bytes": s} for s in SWEEP_SIZES]
     else:
         variants = [problem.params(name) for name in problem.shapes]
-    points = []
+    can_trace = importlib.util.find_spec("torch") is not None
+    out = []
     for p in variants:
-        try:
-            workload = cheap_workload(problem, world, p)
-        except ValueError:  # a shape that does not divide by this world size: not on the chart
+        if not (problem.has_workload or can_trace):
             continue
-        if workload is not None:
-            points.append(_point(bound(workload, system)))
-    return sorted(points, key=lambda pt: pt["size_bytes"])
+        try:
+            out.append(_sized(problem, world_size, p, dtype, cpu_ranks=False))
+        except ValueError:  # a shape that does not divide by this world size, or one that needs data: off the chart
+            continue
+    return out
 
 
-def analysis(problem: Problem, params: dict[str, Any], world: int, system: System, *, workload: Any = None) -> dict:
-    """What a report page needs about a problem on a system: its bound (summary and sweep), advice, category."""
-    from .profile import workload_of
+@dataclass(frozen=True)
+class ProblemAnalysis:
+    """`analysis` of `problem` (None: a record's stored workload whose file pkroof does not run) at `shape`."""
 
-    b = bound(workload if workload is not None else workload_of(problem, world, params), system)
-    summary = bound_to_dict(b, advise(b))
-    return {
-        "bound": {"summary": summary, "sweep": sweep(problem, params, world, system)},
-        "advice": summary["recommendation"],
-        "category": problem.category,
-        "meta": {"doc": problem.summary, "source": problem.source},
-    }
+    problem: Problem | None
+    shape: str  # the label results use ("small", "small size=64 MiB")
+    params: dict[str, Any]  # the parameters the workload was built at
+    topology: Topology
+    analysis: Analysis
+
+    @property
+    def bound(self) -> Bound:
+        return self.analysis.bound
+
+    @property
+    def advice(self) -> Advice:
+        return self.analysis.advice
+
+
+def analyze(
+    problem: str | Problem | None,
+    *,
+    topology: str | Topology,
+    shape: str | None = None,
+    params: dict[str, Any] | None = None,
+    world_size: int | None = None,
+    nodes: int | None = None,
+    dtype: str | None = None,
+    workload: Workload | None = None,
+    sweep: bool = False,
+    cpu_ranks: bool = True,
+    round_size: bool = False,
+) -> ProblemAnalysis:
+    """The analysis of `problem` at `shape` (default: its default shape) with `params` on top, on `world_size`
+    ranks (default: every GPU of the topology) of `topology` (a preset name, a file, or a Topology).
+
+    `workload`: use this one instead of building it (a record's stored workload; with `problem` None the sweep is
+    that one point). `sweep`: also the roof over sizes or named shapes. `cpu_ranks` False: a reference that needs
+    values to trace is a NeedsDataError rather than a trace on CPU ranks. `round_size`: a collective's size that
+    does not split over the ranks is rounded down instead of refused (the analytic report's 72 ranks).
+    Bad names, shapes, parameters and dtypes are a ValueError of one line."""
+    topo = topology if isinstance(topology, Topology) else resolve(topology, nodes=nodes)
+    system = topo.system(world_size)
+    world = system.world_size
+    _check_dtype(dtype)
+    overrides = dict(params or {})
+    p = load_problem(problem) if isinstance(problem, str) else problem
+    if p is None:
+        assert workload is not None, "a problem or a workload"
+        return ProblemAnalysis(None, shape or "", overrides, topo, analyze_workload(workload, system, sweep=[workload]))
+    p.check_size(overrides)
+    at = p.params(shape, overrides)
+    label = p.shape_label(shape, overrides)
+    if workload is None:
+        build = _sized if round_size else workload_of
+        workload = build(p, world, at, dtype=dtype, cpu_ranks=cpu_ranks)
+        if round_size and "size_bytes" in at:  # the size used: rounded where it did not split
+            at = at | {"size_bytes": int(workload.params.get("size", at["size_bytes"]))}
+        check_fits(workload, topo.gpu.hbm_capacity_bytes, topo.gpu.name)
+    others = _sweep(p, at, world, dtype) if sweep else []
+    return ProblemAnalysis(p, label, at, topo, analyze_workload(workload, system, sweep=others))
+
+
+def predict_declared(w: Workload, system: System, pair: Mapping[str, Any], comm_sms: int | None) -> Prediction | None:
+    """The model's prediction for a declared pair (or a record's: its "mechanism", "schedule", "protocol",
+    "algorithm") at `comm_sms` communication SMs. Without "protocol": simple; without "algorithm": the cheapest.
+    A name this pkroof does not know is a ValueError."""
+    protocol = Protocol(pair.get("protocol") or Protocol.SIMPLE.value)
+    algorithm = Algorithm(pair["algorithm"]) if pair.get("algorithm") else None
+    mechanism, schedule = Mechanism(pair["mechanism"]), Schedule(pair["schedule"])
+    return predict(w, system, mechanism, schedule, comm_sms, protocol, algorithm)

@@ -25,12 +25,13 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from pkroof.rooflines import Mechanism, Protocol, Schedule
+from pkroof.rooflines import Mechanism, Protocol, Schedule, Workload
 from pkroof.rooflines.mechanisms import label
 from pkroof.topology import Topology
 
-from .problems import load
-from .profile import predict_declared, workload_of
+from . import records as rec
+from .analysis import predict_declared, workload_of
+from .evaluate import record_workload
 
 MIN_RECORDS = 2  # fewer is an anecdote, not a measurement
 
@@ -57,16 +58,24 @@ def _without(topology: Topology, empty: dict[str, Any]) -> Topology:
     return dataclasses.replace(topology, mechanisms=mechanisms)
 
 
-def _usable(r: dict[str, Any], max_bytes: int, *, fused: bool) -> bool:
+def _usable(r: dict[str, Any], *, fused: bool) -> bool:
     return (
         r.get("status") == "correct"
         and r.get("mechanism") not in (None, Mechanism.NCCL.value)
         and r.get("schedule") is not None
         and (r["schedule"] != Schedule.SERIAL.value) == fused
         and bool(r.get("median_s"))
-        and 0 < r.get("comm_bytes", 0) <= max_bytes
         and r.get("protocol", Protocol.SIMPLE.value) in {p.value for p in Protocol}
     )
+
+
+def _workload(r: dict[str, Any]) -> Workload | None:
+    """The record's workload (stored, or its suite problem's); None where neither can give it."""
+    try:
+        problem, workload = record_workload(r)
+        return workload or workload_of(problem, r["world_size"], r["params"], dtype=r.get("dtype"))
+    except ValueError:
+        return None
 
 
 def _excesses(
@@ -75,10 +84,10 @@ def _excesses(
     """(record, measured − predicted by `bare`) for each usable record the model has a prediction for."""
     out = []
     for r in records:
-        if not _usable(r, max_bytes, fused=fused):
+        w = _workload(r) if _usable(r, fused=fused) else None
+        if w is None or not 0 < sum(op.size_bytes for op in w.comm) <= max_bytes:
             continue
         system = bare.system(r["world_size"])
-        w = workload_of(load(r["problem"]), r["world_size"], r["params"])
         p = predict_declared(w, system, r, r.get("comm_sms"))
         if p is not None:
             out.append((r, r["median_s"] - p.t_s))
@@ -149,7 +158,7 @@ def check_measured_on(records: Iterable[dict[str, Any]], topology: Topology, pat
     """ValueError, in one line, where a record says it was measured on another topology than `topology` (its
     environment's "topology", the name `pkroof profile --topology` ran with): another node's excesses are not
     this node's fixed costs. Records that name none are taken as this node's."""
-    measured_on = {env.get("topology") for r in records if isinstance(env := r.get("environment"), dict)}
+    measured_on = {rec.topology_name(r) for r in records}
     others = sorted(measured_on - {None, topology.name}, key=str)
     if others:
         raise ValueError(
@@ -173,8 +182,6 @@ def calibrate(
     when no mechanism has enough records."""
     from pkroof.topology import dump
     from pkroof.topology import load as load_topology
-
-    from . import records as rec
 
     topology = load_topology(path)
     found_records = rec.read_files(results, log)

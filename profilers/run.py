@@ -21,11 +21,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pkroof.kernels.catalogue import Problem, load
 from pkroof.kernels.declare import reported_comm_sms
 from pkroof.runtime.gpu_state import slowest, watches
 from pkroof.runtime.launch import RankFailedError, RankTimeoutError, phase, run_ranks
-
-from .problems import Problem, load
 
 TRIALS = 3  # correctness trials, each on fresh random inputs
 INPUT_SETS = 3  # timed calls rotate over this many input sets (cold L2 between reuses)
@@ -303,13 +302,12 @@ def _job(rank: int, world: int, job: Job) -> dict[str, Any]:
 _CALLED = "pkroof.profile()"  # from Python rather than the command line
 
 
-def _environment(backend: str, topology: str) -> dict[str, Any]:
+def _environment(backend: str) -> dict[str, Any]:
     """Where a record was measured. GPU facts come from NVML, so this parent process never opens a CUDA context."""
     env = {
         "host": socket.gethostname(),
         "python": platform.python_version(),
         "backend": backend,
-        "topology": topology,
         "command": " ".join(["pkroof", *sys.argv[1:]])
         if sys.argv[1:2] in (["profile"], ["report"])
         else "pkroof.profile()",
@@ -373,28 +371,11 @@ def summarise(timing: dict[str, Any]) -> dict[str, float]:
     return {"median_s": statistics.median(samples), "p10_s": pick(0.1), "p90_s": pick(0.9), "min_s": samples[0]}
 
 
-def finish(
-    record: dict[str, Any],
-    *,
-    t_roof_s: float,
-    link_bytes: float,
-    reference_s: float | None,
-    backend: str,
-    topology: str,
-) -> dict[str, Any]:
-    """Add the time statistics, fraction of roofline, achieved link rate and speedup to a job's result."""
-    out = record | {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "environment": _environment(backend, topology),
-        "t_roof_s": t_roof_s,
-    }
+def finish(record: dict[str, Any], *, backend: str) -> dict[str, Any]:
+    """A job's result as a record: the date, where it ran, and its samples' statistics (nothing of the model's:
+    profilers/evaluate.py computes that whenever records are read)."""
+    out = record | {"date": datetime.now(UTC).isoformat(timespec="seconds"), "environment": _environment(backend)}
     if record.get("status") == "correct" and "timing" in record:
-        stats = summarise(record["timing"])
-        out |= stats
-        out["fraction_of_roofline"] = t_roof_s / stats["median_s"] if backend == "nccl" else None
-        out["achieved_link_Bps"] = link_bytes / stats["median_s"] if (link_bytes and backend == "nccl") else None
-        out["speedup_vs_reference"] = reference_s / stats["median_s"] if reference_s else None
-        if record.get("predicted_s") and backend == "nccl":  # how far the model's prediction for this pair is off
-            out["prediction_error"] = (stats["median_s"] - record["predicted_s"]) / record["predicted_s"]
+        out |= summarise(record["timing"])
         out |= slowest(record["timing"].get("gpu_state", []))  # sm_clock_mhz, power_capped
     return out

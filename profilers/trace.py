@@ -26,10 +26,9 @@ import torch.distributed as dist
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
+from pkroof.kernels.catalogue import Problem, ProblemError, failure_line, guarded
 from pkroof.rooflines import Collective, CommOp, ComputeOp, Workload
 from pkroof.rooflines.workloads import GEMM_TILE_M, GEMM_TILE_N
-
-from .problems import Problem
 
 DTYPE_NAMES = {
     torch.bfloat16: "bf16",
@@ -51,7 +50,7 @@ NEEDS_DATA = (RuntimeError, NotImplementedError)
 TRACE_TIMEOUT_S = 300.0  # CPU ranks over gloo: a reference at a real model's shape is slow on a few cores
 
 
-class TraceError(ValueError):
+class TraceError(ProblemError):
     """A problem could not be traced: its inputs or reference raised, or its CPU ranks died or hung; one line."""
 
 
@@ -159,24 +158,6 @@ def _main_dtype(inputs: tuple) -> torch.dtype | None:
     return max(held, key=held.__getitem__) if held else None
 
 
-def _raised(problem: Problem, function: str, e: BaseException) -> str:
-    first = (str(e).strip().splitlines() or [""])[0]
-    return f"{problem.path}: {function}() raised {type(e).__name__}" + (f": {first}" if first else "")
-
-
-def guarded(problem: Problem, function: str, call: Any) -> Any:
-    """call(); what it raises becomes a TraceError naming the file and the function (a ValueError from inputs() or
-    workload() is the contract's shape error, and stays as it is)."""
-    try:
-        return call()
-    except ValueError as e:
-        if function in ("inputs", "workload") or isinstance(e, TraceError):
-            raise
-        raise TraceError(_raised(problem, function, e)) from e
-    except Exception as e:
-        raise TraceError(_raised(problem, function, e)) from e
-
-
 def _meta_inputs(problem: Problem, world_size: int, seed: int, params: dict[str, Any]) -> tuple:
     """Rank 0's inputs as meta tensors: made on meta directly (instant at any shape) when every op allows it."""
     meta = torch.device("meta")
@@ -230,7 +211,7 @@ def trace_on_meta(
             except NEEDS_DATA:
                 raise
             except Exception as e:
-                raise TraceError(_raised(problem, "reference", e)) from e
+                raise TraceError(failure_line(problem, "reference", e)) from e
     finally:
         dist.destroy_process_group()
     return _workload(problem, rec, _nbytes(inputs) + _nbytes(out), params, rec.compute)
@@ -244,12 +225,6 @@ def trace_rank(problem: Problem, rank: int, world_size: int, params: dict[str, A
     with rec:
         out = guarded(problem, "reference", lambda: problem.reference(*inputs))
     return _workload(problem, rec, _nbytes(inputs) + _nbytes(out), params, rec.compute)
-
-
-def _at(problem: Problem, params: dict[str, Any]) -> str:
-    """The shape's name where `params` is a named shape, else its parameters."""
-    named = next((name for name, shape in problem.shapes.items() if shape == params), None)
-    return named or ", ".join(f"{k}={v}" for k, v in params.items())
 
 
 def _first_line(e: BaseException) -> str:
@@ -273,14 +248,16 @@ def trace(problem: Problem, world_size: int, params: dict[str, Any], *, dtype: s
             f"{problem.name}: cannot trace it in {dtype} on meta tensors ({on_meta}), and CPU ranks run it as its "
             f"inputs are drawn: it is bounded only in the dtype of its inputs, {own}"
         )
-    what = f"tracing {problem.name} at {_at(problem, params)} on {world_size} CPU ranks"
+    what = f"tracing {problem.name} at {problem.shape_of(params)} on {world_size} CPU ranks"
     try:
-        job = run_ranks(_trace_job, world_size, (str(problem.path), params), backend="gloo", timeout_s=TRACE_TIMEOUT_S)
+        where = problem.name if problem.suite else str(problem.path)
+        job = run_ranks(_trace_job, world_size, (where, params), backend="gloo", timeout_s=TRACE_TIMEOUT_S)
         return job[0]
     except RankFailedError as e:
-        prefix = f"{TraceError.__module__}.{TraceError.__qualname__}: "
-        if e.message.startswith(prefix):  # the problem's own code raised: the rank said which function
-            raise TraceError(e.message.removeprefix(prefix)) from None
+        for said in (TraceError, ProblemError):  # the problem's own code raised: the rank said which function
+            prefix = f"{said.__module__}.{said.__qualname__}: "
+            if e.message.startswith(prefix):
+                raise TraceError(e.message.removeprefix(prefix)) from None
         if e.exitcode is not None and e.exitcode < 0:
             raise TraceError(
                 f"{what} was killed (signal {-e.exitcode}: out of memory?); its reference needs data to trace "
@@ -295,6 +272,6 @@ def trace(problem: Problem, world_size: int, params: dict[str, Any], *, dtype: s
 
 
 def _trace_job(rank: int, world_size: int, path: str, params: dict[str, Any]) -> Workload:
-    from .problems import load
+    from pkroof.kernels.catalogue import load
 
     return trace_rank(load(path), rank, world_size, params)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -66,3 +67,81 @@ class Workload:
     def overlappable(self) -> bool:
         """Every comm op feeds or is fed by a compute op, so the two can be pipelined."""
         return bool(self.compute) and bool(self.comm) and all(op.producer or op.consumer for op in self.comm)
+
+
+# A Workload as plain JSON data: what a record stores where the workload was traced (it cannot be rebuilt without
+# torch, or without running the file) — the problem's description, not the model's output.
+_OP_FIELDS = {"name": str, "flops": float, "dtype": str, "hbm_bytes": float, "num_tiles": int, "tile_flops": float}
+_COMM_FIELDS = {
+    "name": str,
+    "kind": str,
+    "size_bytes": float,
+    "group_size": int,
+    "producer": (str, type(None)),
+    "consumer": (str, type(None)),
+    "consumer_reads": int,
+}
+
+
+def workload_to_dict(w: Workload) -> dict:
+    return {
+        "name": w.name,
+        "compute": [{k: getattr(op, k) for k in _OP_FIELDS} for op in w.compute],
+        "comm": [{k: getattr(op, k).value if k == "kind" else getattr(op, k) for k in _COMM_FIELDS} for op in w.comm],
+        "hbm_bytes": w.hbm_bytes,
+        "dtype": w.dtype,
+        "params": dict(w.params),
+        "compute_scales_with": w.compute_scales_with,
+    }
+
+
+def _field(data: dict, key: str, kind: type | tuple, where: str) -> object:
+    if key not in data:
+        raise ValueError(f"{where}.{key}: missing")
+    value = data[key]
+    if kind in (float, int):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+        if not ok or (kind is int and value != int(value)):
+            raise ValueError(f"{where}.{key}: expected a finite number ≥ 0, got {value!r}")
+        return kind(value)
+    if not isinstance(value, kind):
+        raise ValueError(f"{where}.{key}: expected {getattr(kind, '__name__', 'a string or null')}, got {value!r}")
+    return value
+
+
+def _fields(data: object, fields: dict, where: str) -> dict:
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: expected an object")
+    unknown = set(data) - set(fields)
+    if unknown:
+        raise ValueError(f"{where}: unknown key {', '.join(sorted(unknown))}")
+    return {k: _field(data, k, kind, where) for k, kind in fields.items()}
+
+
+def workload_from_dict(data: object, where: str = "workload") -> Workload:
+    """The Workload of workload_to_dict's data, strictly: a ValueError naming the first bad field."""
+    top = {"name": str, "compute": list, "comm": list, "hbm_bytes": float, "dtype": str, "params": dict}
+    top["compute_scales_with"] = (str, type(None))
+    d = _fields(data, top, where)
+    if d["dtype"] not in DTYPE_BYTES:
+        raise ValueError(f"{where}.dtype: unknown dtype {d['dtype']!r}")
+    compute = []
+    for i, op in enumerate(d["compute"]):
+        f = _fields(op, _OP_FIELDS, f"{where}.compute[{i}]")
+        if f["dtype"] not in DTYPE_BYTES:
+            raise ValueError(f"{where}.compute[{i}].dtype: unknown dtype {f['dtype']!r}")
+        compute.append(ComputeOp(**f))
+    comm = []
+    for i, op in enumerate(d["comm"]):
+        f = _fields(op, _COMM_FIELDS, f"{where}.comm[{i}]")
+        try:
+            f["kind"] = Collective(f["kind"])
+        except ValueError:
+            raise ValueError(f"{where}.comm[{i}].kind: unknown collective {f['kind']!r}") from None
+        if f["group_size"] < 1:
+            raise ValueError(f"{where}.comm[{i}].group_size: must be at least 1")
+        comm.append(CommOp(**f))
+    params = {k: _field(d["params"], k, float, f"{where}.params") for k in d["params"]}
+    return Workload(
+        d["name"], tuple(compute), tuple(comm), d["hbm_bytes"], d["dtype"], params, d["compute_scales_with"]
+    )

@@ -1,29 +1,20 @@
-"""Hand-written workloads: the nine collectives and the three tensor-parallel GEMM fusions.
+"""Workload builders for hand-written workloads: a collective, and the three tensor-parallel GEMM fusions.
+
+The suite's problem files (kernels/problems/) call them from their torch-free `workload()`.
 
 Shapes follow Megatron-LM's layouts (megatron/core/tensor_parallel/layers.py): a row-parallel linear
 splits K across ranks and reduce-scatters (sequence parallel) or all-reduces its output; a column-parallel
-linear all-gathers its sequence-parallel input and splits N. Defaults are Llama-3-70B's MLP at TP=8
-(hidden 8192, FFN 28672; gate and up fused, so 2·28672/8 = 7168 output columns per rank) on 8192 tokens.
+linear all-gathers its sequence-parallel input and splits N.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
 
 from .collectives import Collective
 from .workload import DTYPE_BYTES, CommOp, ComputeOp, Workload
 
 GEMM_TILE_M, GEMM_TILE_N = 128, 256  # a common Hopper bf16 GEMM tile (CUTLASS 3 / cuBLAS); sets pipelining depth
-
-
-@dataclass(frozen=True)
-class Builtin:
-    name: str
-    summary: str
-    defaults: dict[str, int]  # shape parameters and their default values
-    build: Callable[..., Workload]  # build(world_size, dtype, **params)
 
 
 def _elements(size: int, dtype: str, name: str) -> int:
@@ -33,32 +24,27 @@ def _elements(size: int, dtype: str, name: str) -> int:
     return size // es
 
 
-def _collective(kind: Collective) -> Callable[..., Workload]:
-    # chunked collectives: the convention's size splits into one chunk per rank
-    chunked = kind in (
-        Collective.ALL_GATHER,
-        Collective.REDUCE_SCATTER,
-        Collective.ALL_TO_ALL,
-        Collective.GATHER,
-        Collective.SCATTER,
+_CHUNKED = frozenset(
+    {Collective.ALL_GATHER, Collective.REDUCE_SCATTER, Collective.ALL_TO_ALL, Collective.GATHER, Collective.SCATTER}
+)  # the convention's size splits into one chunk per rank
+
+
+def collective(kind: Collective, world_size: int, dtype: str, *, size: int) -> Workload:
+    """One collective of `size` bytes (nccl-tests' convention) over every rank: it reads what it sends once and
+    writes what it receives once."""
+    elems = _elements(size, dtype, kind.value)
+    if kind in _CHUNKED and elems % world_size:
+        raise ValueError(f"{kind.value}: {elems} {dtype} elements do not split evenly over {world_size} ranks")
+    group = 2 if kind is Collective.SEND_RECV else world_size
+    local_in = size / world_size if kind in (Collective.ALL_GATHER, Collective.GATHER) else size
+    local_out = size / world_size if kind in (Collective.REDUCE_SCATTER, Collective.SCATTER) else size
+    return Workload(
+        name=kind.value,
+        comm=(CommOp(kind.value, kind, size, group),),
+        hbm_bytes=local_in + local_out,
+        params={"size": size},
+        dtype=dtype,
     )
-
-    def build(world_size: int, dtype: str, *, size: int) -> Workload:
-        elems = _elements(size, dtype, kind.value)
-        if chunked and elems % world_size:
-            raise ValueError(f"{kind.value}: {elems} {dtype} elements do not split evenly over {world_size} ranks")
-        group = 2 if kind is Collective.SEND_RECV else world_size
-        local_in = size / world_size if kind in (Collective.ALL_GATHER, Collective.GATHER) else size
-        local_out = size / world_size if kind in (Collective.REDUCE_SCATTER, Collective.SCATTER) else size
-        return Workload(
-            name=kind.value,
-            comm=(CommOp(kind.value, kind, size, group),),
-            hbm_bytes=local_in + local_out,  # read what it sends once, write what it receives once
-            params={"size": size},
-            dtype=dtype,
-        )
-
-    return build
 
 
 def _gemm(m: int, n: int, k: int, dtype: str) -> ComputeOp:
@@ -126,52 +112,3 @@ def gemm_all_reduce(world_size: int, dtype: str, *, m: int, n: int, k: int) -> W
         dtype=dtype,
         compute_scales_with="k",
     )
-
-
-_COLLECTIVE_SIZE = {"size": 64 * 1024**2}
-_LLAMA3_70B_TP8 = {
-    "gemm-reduce-scatter": {"m": 8192, "n": 8192, "k": 3584},  # MLP down projection: 28672/8 inner per rank
-    "all-gather-gemm": {"m": 8192, "n": 7168, "k": 8192},  # MLP gate+up projection: 2·28672/8 columns per rank
-    "gemm-all-reduce": {"m": 8192, "n": 8192, "k": 3584},
-}
-
-BUILTINS: dict[str, Builtin] = {
-    kind.value: Builtin(kind.value, f"{kind.value} (nccl-tests size convention)", _COLLECTIVE_SIZE, _collective(kind))
-    for kind in Collective
-} | {
-    "gemm-reduce-scatter": Builtin(
-        "gemm-reduce-scatter",
-        "row-parallel linear + reduce-scatter (Megatron SP)",
-        _LLAMA3_70B_TP8["gemm-reduce-scatter"],
-        gemm_reduce_scatter,
-    ),
-    "all-gather-gemm": Builtin(
-        "all-gather-gemm",
-        "all-gather + column-parallel linear (Megatron SP)",
-        _LLAMA3_70B_TP8["all-gather-gemm"],
-        all_gather_gemm,
-    ),
-    "gemm-all-reduce": Builtin(
-        "gemm-all-reduce",
-        "row-parallel linear + all-reduce (Megatron TP)",
-        _LLAMA3_70B_TP8["gemm-all-reduce"],
-        gemm_all_reduce,
-    ),
-}
-
-
-def build(name: str, world_size: int, dtype: str = "bf16", **params: int) -> Workload:
-    """Build a built-in workload; unknown names, dtypes or parameters raise ValueError naming them."""
-    if name not in BUILTINS:
-        raise ValueError(f"unknown problem {name!r} (built-in: {', '.join(BUILTINS)})")
-    if dtype not in DTYPE_BYTES:
-        raise ValueError(f"unknown dtype {dtype!r} (one of: {', '.join(DTYPE_BYTES)})")
-    spec = BUILTINS[name]
-    unknown = set(params) - set(spec.defaults)
-    if unknown:
-        raise ValueError(f"{name} has no parameter {', '.join(sorted(unknown))} (it takes: {', '.join(spec.defaults)})")
-    values = spec.defaults | params
-    for key, value in values.items():
-        if value <= 0:
-            raise ValueError(f"{name}: {key} must be positive, got {value}")
-    return spec.build(world_size, dtype, **values)

@@ -189,9 +189,17 @@ def _args(x) -> tuple:
 
 
 def configure(schedule: str, streams: int, local_copy: str, tail_bytes: int, peer_lanes: bool = True) -> None:
-    copy_engine.SCHEDULE, copy_engine.COPY_STREAMS, copy_engine.LOCAL_COPY = schedule, streams, local_copy
-    copy_engine.TAIL_BYTES = copy_engine.CHUNK_BYTES = tail_bytes
-    copy_engine.PEER_STREAMS = peer_lanes
+    """The copy engine's launch settings for the calls that follow (read when each call runs), and its tail."""
+    os.environ.update(
+        {
+            "PKROOF_CE_SCHEDULE": schedule,
+            "PKROOF_CE_STREAMS": str(streams),
+            "PKROOF_CE_LOCAL_COPY": local_copy,
+            "PKROOF_CE_CHUNK": str(tail_bytes),
+            "PKROOF_CE_PEER_STREAMS": "1" if peer_lanes else "0",
+        }
+    )
+    copy_engine.TAIL_BYTES = tail_bytes  # a constant of the halving schedule, not a launch setting
 
 
 def _fits(world: int, streams: int, peer_lanes: bool) -> bool:

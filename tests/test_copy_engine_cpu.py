@@ -31,10 +31,10 @@ from pkroof.kernels import copy_engine  # noqa: E402
 def test_copy_engine_collectives_put_every_byte_in_its_place(
     monkeypatch, kind, fn, world, chunk_bytes, local_copy, schedule
 ):
-    monkeypatch.setattr(copy_engine, "CHUNK_BYTES", chunk_bytes)
-    monkeypatch.setattr(copy_engine, "SCHEDULE", schedule)
+    monkeypatch.setenv("PKROOF_CE_CHUNK", str(chunk_bytes))  # launch settings: read when each call runs
+    monkeypatch.setenv("PKROOF_CE_SCHEDULE", schedule)
     monkeypatch.setattr(copy_engine, "TAIL_BYTES", chunk_bytes // 2)  # halving: 64-element chunks at 300 B
-    monkeypatch.setattr(copy_engine, "LOCAL_COPY", local_copy)
+    monkeypatch.setenv("PKROOF_CE_LOCAL_COPY", local_copy)
     n = world * 1001 if kind in ("all-to-all", "reduce-scatter") else 1001  # odd chunks
     g = torch.Generator().manual_seed(world)
     calls = [[torch.randn(n, generator=g).to(torch.bfloat16) for _ in range(world)] for _ in range(3)]
@@ -49,8 +49,8 @@ def test_copy_engine_collectives_put_every_byte_in_its_place(
 
 
 def test_equal_chunk_bounds_cover_the_span_in_64_element_steps(monkeypatch):
-    monkeypatch.setattr(copy_engine, "SCHEDULE", "equal")
-    monkeypatch.setattr(copy_engine, "CHUNK_BYTES", 8 << 20)
+    monkeypatch.setenv("PKROOF_CE_SCHEDULE", "equal")
+    monkeypatch.setenv("PKROOF_CE_CHUNK", str(8 << 20))
     # 64 MiB of bf16 = 32 Mi elements: 8 chunks of 4 Mi elements (8 MiB each)
     bounds = copy_engine.chunk_bounds(32 << 20, 2)
     assert bounds == [(i * (4 << 20), (i + 1) * (4 << 20)) for i in range(8)]
@@ -58,14 +58,14 @@ def test_equal_chunk_bounds_cover_the_span_in_64_element_steps(monkeypatch):
     assert len(copy_engine.chunk_bounds(512 << 20, 2)) == 16
     # 1001 elements of 300-byte chunks: ceil(2002 / 300) = 7 chunks of ceil(1001 / 7) = 143 -> 192 elements
     # (the next multiple of 64), so ceil(1001 / 192) = 6 ranges, the last 1001 - 5 * 192 = 41 long
-    monkeypatch.setattr(copy_engine, "CHUNK_BYTES", 300)
+    monkeypatch.setenv("PKROOF_CE_CHUNK", "300")
     bounds = copy_engine.chunk_bounds(1001, 2)
     assert [hi - lo for lo, hi in bounds] == [192] * 5 + [41]
     assert bounds[0][0] == 0 and all(a[1] == b[0] for a, b in itertools.pairwise(bounds))
 
 
 def test_halving_chunks_end_small_and_start_with_what_is_left(monkeypatch):
-    monkeypatch.setattr(copy_engine, "SCHEDULE", "halving")
+    monkeypatch.setenv("PKROOF_CE_SCHEDULE", "halving")
     mib = 1 << 19  # bf16 elements in one MiB
     # 128 MiB per peer: from the end 4, 8, 16, 32, 64 MiB (124), then the 4 MiB left goes first
     lengths = [hi - lo for lo, hi in copy_engine.chunk_bounds(128 * mib, 2)]
@@ -85,20 +85,20 @@ def test_the_model_counts_the_chunks_the_kernel_cuts(monkeypatch, mib):
     # rooflines/bound.py charges one copy-engine α per chunk after the first: its count must be the kernel's
     from importlib import import_module
 
-    monkeypatch.setattr(copy_engine, "SCHEDULE", "halving")
+    monkeypatch.setenv("PKROOF_CE_SCHEDULE", "halving")
     span = int(mib * (1 << 19))  # bf16 elements
     model = import_module("pkroof.rooflines.bound")
     assert model._ce_chunks(span * 2) == len(copy_engine.chunk_bounds(span, 2))
 
 
 @pytest.mark.parametrize("streams", [1, 2])
-def test_each_peer_has_its_lane_of_copy_streams(monkeypatch, streams):
+def test_each_peer_has_its_lane_of_copy_streams(streams):
     # a lane per peer: chunk c's DMA to the i-th of 3 peers on stream (c mod streams)·3 + i, so every (chunk parity,
     # peer) has a stream of its own and a peer's chunks alternate over its lane's; one lane: the peers share the
-    # chunk's stream, as before lanes existed
-    monkeypatch.setattr(copy_engine, "COPY_STREAMS", streams)
-    per_lane = {(c % streams, i): copy_engine.copy_stream_index(c, i, 3) for c in range(4) for i in range(3)}
+    # chunk's stream, as before lanes existed. `streams` per lane: PKROOF_CE_STREAMS, which Streams reads per call
+    index = copy_engine.copy_stream_index
+    per_lane = {(c % streams, i): index(c, i, 3, streams) for c in range(4) for i in range(3)}
     assert sorted(per_lane.values()) == list(range(3 * streams))
-    assert all(copy_engine.copy_stream_index(c, i, 3) == (c % streams) * 3 + i for c in range(4) for i in range(3))
-    assert {copy_engine.copy_stream_index(c, i, 1) for i in range(3) for c in (0,)} == {0}
-    assert copy_engine.copy_stream_index(1, 2, 1) == 1 % streams
+    assert all(index(c, i, 3, streams) == (c % streams) * 3 + i for c in range(4) for i in range(3))
+    assert {index(c, i, 1, streams) for i in range(3) for c in (0,)} == {0}
+    assert index(1, 2, 1, streams) == 1 % streams

@@ -1,5 +1,6 @@
 """pkroof's built-in implementations without a GPU: the registry, the kernels' layouts, declared pairs."""
 
+import json
 import os
 import subprocess
 import sys
@@ -31,25 +32,99 @@ def test_every_collective_has_an_automatic_pkroof_peer():
 
 
 def test_pkroof_implementations_declare_valid_pairs():
-    pytest.importorskip("triton")
-    from pkroof.kernels.declare import declared
-
+    # the registry declares every built-in's pair (kernels/registry.py), readable without triton
     for name, impl in BUILTIN_IMPLS.items():
         if impl.family != "pkroof":
             continue
-        pair = declared(impl.fn)
+        pair = impl.pair
         assert pair is not None, name
         assert Mechanism(pair["mechanism"]) is not Mechanism.MULTIMEM  # never shipped: nobody here can run it
         assert Schedule(pair["schedule"]) in Schedule
         if pair["schedule"] == "serial":  # a collective is predicted with the algorithm it runs, not the cheapest
             assert pair["algorithm"] == ("two-shot" if name.startswith("pkroof-two-shot") else "one-shot"), name
+    # and only there: no built-in function carries a pair of its own (@declare is for users' implementations)
+    pytest.importorskip("triton")
+    from pkroof.kernels.declare import declared
+
+    for name, impl in BUILTIN_IMPLS.items():
+        assert callable(impl.fn) and declared(impl.fn) is None, name
+
+
+def test_communication_ctas_are_read_from_the_settings_when_asked(monkeypatch):
+    # a pair names the setting its CTAs come from, read when the pair is asked for (as when a kernel runs)
+    monkeypatch.delenv("PKROOF_CTAS_STORE", raising=False)
+    monkeypatch.delenv("PKROOF_INTER_SM_CTAS", raising=False)
+    assert BUILTIN_IMPLS["pkroof-one-shot-push"].pair["comm_sms"] == 128  # PKROOF_CTAS_STORE's default
+    assert BUILTIN_IMPLS["pkroof-gemm-ar-inter-sm"].pair["comm_sms"] is None  # per shape, reported per call
+    assert BUILTIN_IMPLS["pkroof-all-reduce-ce"].pair["comm_sms"] == 0
+    monkeypatch.setenv("PKROOF_CTAS_STORE", "64")
+    monkeypatch.setenv("PKROOF_INTER_SM_CTAS", "12")
+    assert BUILTIN_IMPLS["pkroof-one-shot-push"].pair["comm_sms"] == 64
+    assert BUILTIN_IMPLS["pkroof-gemm-ar-inter-sm"].pair["comm_sms"] == 12
+
+
+# settings nothing may read at import: a bad value of each (kernels/settings.py refuses them)
+_BAD_SETTINGS = {
+    "PKROOF_CTAS_LL": "0",
+    "PKROOF_CTAS_STORE": "-1",
+    "PKROOF_MAX_BLOCK": "big",
+    "PKROOF_CE_SCHEDULE": "fastest",
+    "PKROOF_INTER_SM_CTAS": "0",
+    "PKROOF_INTER_SM_TILE": "128,256",
+    "PKROOF_INTER_SM_GROUP": "0",
+}
+# in a fresh process with _BAD_SETTINGS set: import every kernel module, then call, for each setting, a path a launch
+# takes through it; print {setting: the ValueError's message, or None where nothing was raised}
+_IMPORT_THEN_LAUNCH = """
+import json
+
+import torch
+
+from pkroof.kernels import collectives, copy_engine, ecosystem, fused, inter_sm, low_latency  # nothing read here
+from pkroof.kernels.settings import setting
+
+x = torch.zeros(64, dtype=torch.bfloat16)
+paths = {
+    "PKROOF_CTAS_LL": lambda: low_latency.ctas_used("all-reduce", x, 2),
+    "PKROOF_CTAS_STORE": lambda: collectives.all_reduce_one_shot_push(x),
+    "PKROOF_MAX_BLOCK": lambda: collectives._tiling(1 << 20, 128),
+    "PKROOF_CE_SCHEDULE": lambda: copy_engine.chunk_bounds(1001, 2),
+    "PKROOF_INTER_SM_CTAS": lambda: inter_sm.comm_ctas(7168, 2),
+    "PKROOF_INTER_SM_TILE": lambda: inter_sm.gemm(x.view(8, 8), x.view(8, 8), x.view(8, 8), x, 4),
+    "PKROOF_INTER_SM_GROUP": lambda: setting("PKROOF_INTER_SM_GROUP"),
+}
+said = {}
+for name, path in paths.items():
+    try:
+        path()
+        said[name] = None
+    except ValueError as e:
+        said[name] = str(e)
+print(json.dumps(said))
+"""
+
+
+def test_launch_settings_are_read_when_a_kernel_runs_not_at_import():
+    # bad values in the environment: every kernel module still imports (none reads a setting at import, so listing
+    # or importing the kernels never fails on one), and the first launch that reads one refuses it in one line
+    pytest.importorskip("triton")
+    env = {**os.environ, **_BAD_SETTINGS}
+    done = subprocess.run([sys.executable, "-c", _IMPORT_THEN_LAUNCH], capture_output=True, text=True, env=env,
+                          timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(said) == set(_BAD_SETTINGS)
+    for name, value in _BAD_SETTINGS.items():
+        message = said[name]
+        assert message is not None, f"{name}={value!r} was not refused"
+        assert message.startswith(f"{name}={value!r}: must be") and "\n" not in message, message
 
 
 def test_inter_sm_communication_ctas_follow_the_inner_size(monkeypatch):
     pytest.importorskip("triton")
     from pkroof.kernels import inter_sm
 
-    monkeypatch.setattr(inter_sm, "COMM_CTAS", None)
+    monkeypatch.delenv("PKROOF_INTER_SM_CTAS", raising=False)
     # C holds e·m·n bytes for 2·m·n·K FLOPs: communication per unit of compute is e/(2K). The 2xH200 sweeps' best
     # were 16 CTAs at K = 7168 and 8 at K = 14336 (bf16, e = 2): 16·7168 = 8·14336 = 114688 CTA·K
     assert inter_sm.comm_ctas(7168, 2) == 16 and inter_sm.comm_ctas(14336, 2) == 8
@@ -57,7 +132,7 @@ def test_inter_sm_communication_ctas_follow_the_inner_size(monkeypatch):
     assert inter_sm.comm_ctas(14336, 4) == 16  # fp32: twice the bytes per FLOP, twice the CTAs
     assert inter_sm.comm_ctas(128, 2) == 32  # 896 wanted: the sweeps covered 4..32
     assert inter_sm.comm_ctas(10**6, 2) == 4
-    monkeypatch.setattr(inter_sm, "COMM_CTAS", 12)  # PKROOF_INTER_SM_CTAS, or a sweep, fixes it
+    monkeypatch.setenv("PKROOF_INTER_SM_CTAS", "12")  # the setting, read when the kernel runs, fixes it
     assert inter_sm.comm_ctas(7168, 2) == 12
 
 
@@ -136,15 +211,14 @@ def test_a_collective_on_padded_chunks_is_the_collective(kind, world):
 
 def test_tiling_spreads_tiles_and_keeps_16_byte_blocks(monkeypatch):
     pytest.importorskip("triton")
-    from pkroof.kernels import collectives
     from pkroof.kernels.collectives import _tiling
 
-    monkeypatch.setattr(collectives, "MAX_BLOCK", 4096)
+    monkeypatch.setenv("PKROOF_MAX_BLOCK", "4096")
     # 64 MiB of bf16 (32 Mi elements) over 256 CTAs: 128 Ki elements per CTA; blocks of 4096 (the cap);
     # SUB = 131072 / (4·4096) = 8 blocks per hand-off, so each CTA still has 4 tiles to pipeline
     assert _tiling(32 << 20, 256) == (4096, 8)
     # with the cap at 16384 and 128 CTAs: 256 Ki elements per CTA, SUB = 262144 / (4·16384) = 4, again 4 tiles
-    monkeypatch.setattr(collectives, "MAX_BLOCK", 16384)
+    monkeypatch.setenv("PKROOF_MAX_BLOCK", "16384")
     assert _tiling(32 << 20, 128) == (16384, 4)
     # 256 KiB (128 Ki elements) over 256 CTAs: 512 per CTA, below the 1024-element floor: one block per tile
     assert _tiling(128 << 10, 256) == (1024, 1)

@@ -73,11 +73,11 @@ def test_tma_push_uses_bulk_tensor_copies_and_completes_them_before_the_flag(kin
 
 @pytest.mark.parametrize("kind", [0, 1, 2, 3], ids=["all-reduce", "all-gather", "reduce-scatter", "all-to-all"])
 def test_the_default_tma_box_fits_in_shared_memory(kind):
-    from pkroof.kernels.collectives import MAX_BLOCK, TMA_MAX_BLOCK
+    from pkroof.kernels.settings import setting
 
     # an H100/H200 CTA may use at most 227 KiB (232448 bytes) of shared memory, or the launch fails; the largest
     # blocks the kernel picks by default must compile within it, TMA's (bulk copies) and the SM stores'
-    for tma, block in ((True, TMA_MAX_BLOCK), (False, MAX_BLOCK)):
+    for tma, block in ((True, setting("PKROOF_TMA_MAX_BLOCK")), (False, setting("PKROOF_MAX_BLOCK"))):
         shared = _compiled(kind, True, tma=tma, block=block).metadata.shared
         assert shared <= 232448, (tma, block, shared)
 
@@ -87,11 +87,12 @@ def _inter_sm_ptx(kernel: str, group: int = 1):
     from triton.compiler import ASTSource
 
     from pkroof.kernels import inter_sm
+    from pkroof.kernels.settings import setting
 
     if kernel == "gemm":  # the shipped tile; A, B, C 16-byte aligned and k, n multiples of 16, as at the suite's shapes
         args = {"a": "*bf16", "b": "*bf16", "c": "*bf16", "band_ready": "*i32", "m": "i32", "n": "i32", "k": "i32",
                 "n_ctas": "i32"}  # fmt: skip
-        bm, bn, bk, stages, warps = inter_sm.TILE
+        bm, bn, bk, stages, warps = setting("PKROOF_INTER_SM_TILE")
         constants = {"BM": bm, "BN": bn, "BK": bk, "STAGES": stages, "GROUP": group, "UPCAST": False}
         fn, aligned = inter_sm._gemm_kernel, {"a", "b", "c", "band_ready", "n", "k"}
     else:
@@ -100,7 +101,8 @@ def _inter_sm_ptx(kernel: str, group: int = 1):
                  "tiles_n"]  # fmt: skip
         args = {name: ("*bf16" if i < 2 else "*i64" if i < 4 else "*i32" if i < 9 else "i32") for i, name in
                 enumerate(names)}  # fmt: skip
-        constants = {"WORLD": 4, "PIECES": inter_sm.PIECES, "BLOCK": inter_sm.COMM_BLOCK, "PHASE": 0}
+        pieces, block = setting("PKROOF_INTER_SM_PIECES"), setting("PKROOF_INTER_SM_BLOCK")
+        constants = {"WORLD": 4, "PIECES": pieces, "BLOCK": block, "PHASE": 0}
         # n = 776 (a multiple of 8, not of 16) is not marked aligned: the kernel must know it from n % 8 == 0
         fn, aligned, warps = inter_sm._reduce_kernel, set(names[:9]) | {"half_size", "slot_size"}, 8
     signature = args | dict.fromkeys(constants, "constexpr")

@@ -1,11 +1,8 @@
 """All-gather of sequence-parallel activations. From NVIDIA/Megatron-LM megatron/core/tensor_parallel/mappings.py::_gather_along_first_dim."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
-from pkroof.rooflines import Workload
-from pkroof.rooflines.workloads import build
+from pkroof.kernels.problems._collectives import all_gather_into_tensor
+from pkroof.rooflines import Collective, Workload
+from pkroof.rooflines.workloads import collective
 
 CATEGORY = "collective"
 SOURCE = "NVIDIA/Megatron-LM: megatron/core/tensor_parallel/mappings.py::_gather_along_first_dim"
@@ -16,12 +13,13 @@ SHAPES = {  # size_bytes: the gathered output (nccl-tests' convention); each ran
     "llama3-8b-tp2-activation": dict(size_bytes=8192 * 4096 * 2),  # 8192 tokens × hidden 4096 × bf16
 }
 
-# torch 2.13 renamed all_gather_into_tensor (the name Megatron calls; it now warns) to all_gather_single
-_all_gather_into_tensor = getattr(dist, "all_gather_single", dist.all_gather_into_tensor)
-
 
 def inputs(rank, world_size, *, seed, device, size_bytes):
     """This rank's shard: (size_bytes / 2 / world_size,) bf16."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     if size_bytes % (2 * world_size):
         raise ValueError(
             f"all-gather: size_bytes={size_bytes} does not split into whole bf16 shards over {world_size} ranks"
@@ -31,10 +29,12 @@ def inputs(rank, world_size, *, seed, device, size_bytes):
 
 
 def reference(shard):
+    import torch.distributed as dist
+
     out = shard.new_empty(shard.numel() * dist.get_world_size())
-    _all_gather_into_tensor(out, shard)
+    all_gather_into_tensor(out, shard)
     return out
 
 
 def workload(world_size, *, size_bytes, dtype="bf16") -> Workload:
-    return build("all-gather", world_size, dtype, size=size_bytes)
+    return collective(Collective.ALL_GATHER, world_size, dtype, size=size_bytes)

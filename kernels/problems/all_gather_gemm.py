@@ -1,11 +1,7 @@
 """All-gather of the sequence-parallel input + column-parallel GEMM. From NVIDIA/Megatron-LM megatron/core/tensor_parallel/layers.py::ColumnParallelLinear."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
 from pkroof.kernels.problems._shapes import per_rank
-from pkroof.rooflines.workloads import build
+from pkroof.rooflines.workloads import all_gather_gemm
 
 CATEGORY = "tp-gemm"
 SOURCE = (
@@ -23,6 +19,10 @@ SHAPES = {
 
 def inputs(rank, world_size, *, seed, device, tokens, in_features, out_features):
     """A_shard [tokens/P, in_features] (this rank's sequence shard), B [in_features, out_features/P]; bf16."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     m_local = per_rank(tokens, world_size, "tokens")
     n_local = per_rank(out_features, world_size, "out_features")
     g = generator(device, seed * 1000 + rank)
@@ -33,6 +33,8 @@ def inputs(rank, world_size, *, seed, device, tokens, in_features, out_features)
 
 def reference(a_shard, b):
     """C [tokens, out_features/P] = all_gather(A_shard) · B."""
+    import torch.distributed as dist
+
     a = a_shard.new_empty(a_shard.shape[0] * dist.get_world_size(), a_shard.shape[1])
     dist.all_gather_into_tensor(a, a_shard)
     return a @ b
@@ -41,8 +43,7 @@ def reference(a_shard, b):
 def workload(world_size, *, tokens, in_features, out_features, dtype="bf16"):
     """The built-in all-gather-gemm: m the gathered rows, k the inner dimension, n this rank's output columns."""
     per_rank(tokens, world_size, "tokens")
-    return build(
-        "all-gather-gemm",
+    return all_gather_gemm(
         world_size,
         dtype,
         m=tokens,

@@ -1,11 +1,7 @@
 """All-reduce of a tensor-parallel partial sum. From NVIDIA/Megatron-LM megatron/core/tensor_parallel/mappings.py::_reduce."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
-from pkroof.rooflines import Workload
-from pkroof.rooflines.workloads import build
+from pkroof.rooflines import Collective, Workload
+from pkroof.rooflines.workloads import collective
 
 CATEGORY = "collective"
 SOURCE = "NVIDIA/Megatron-LM: megatron/core/tensor_parallel/mappings.py::_reduce"
@@ -18,6 +14,10 @@ SHAPES = {  # size_bytes: the buffer every rank reduces (nccl-tests' convention)
 
 def inputs(rank, world_size, *, seed, device, size_bytes):
     """This rank's partial sum: (size_bytes / 2,) bf16."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     if size_bytes % 2:
         raise ValueError(f"all-reduce: size_bytes={size_bytes} is not a whole number of bf16 elements (2 B each)")
     g = generator(device, seed * 1000 + rank)
@@ -27,10 +27,12 @@ def inputs(rank, world_size, *, seed, device, size_bytes):
 def reference(x):
     """x is copied first: a reference must not change its inputs, while Megatron's _reduce and nccl-tests run NCCL in place
     (profiled beside as nccl-all-reduce-in-place)."""
+    import torch.distributed as dist
+
     out = x.clone()
     dist.all_reduce(out)
     return out
 
 
 def workload(world_size, *, size_bytes, dtype="bf16") -> Workload:
-    return build("all-reduce", world_size, dtype, size=size_bytes)
+    return collective(Collective.ALL_REDUCE, world_size, dtype, size=size_bytes)

@@ -1,10 +1,5 @@
 """All-reduce + residual add + RMSNorm (TP). From vllm-project/vllm vllm/compilation/passes/fusion/allreduce_rms_fusion.py::AllReduceFusedAddRMSNormPattern."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
-
 CATEGORY = "tp-norm"
 SOURCE = (
     "vllm-project/vllm: vllm/compilation/passes/fusion/allreduce_rms_fusion.py::AllReduceFusedAddRMSNormPattern "
@@ -23,6 +18,10 @@ SHAPES = {
 
 def inputs(rank, world_size, *, seed, device, tokens, hidden):
     """partial [tokens, hidden] (this rank's partial sum), residual [tokens, hidden], gamma [hidden]; bf16."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     g = generator(device, seed * 1000 + rank)
     # the sum over ranks is O(1)
     partial = torch.randn(tokens, hidden, generator=g, dtype=torch.bfloat16, device=device) * world_size**-0.5
@@ -35,6 +34,9 @@ def inputs(rank, world_size, *, seed, device, tokens, hidden):
 
 def reference(partial, residual, gamma):
     """(normed, new residual), both [tokens, hidden] bf16; the norm runs in fp32 as vLLM's RMSNorm.forward_native."""
+    import torch
+    import torch.distributed as dist
+
     x = partial.clone()
     dist.all_reduce(x)
     h = x.float() + residual.float()

@@ -1,11 +1,7 @@
 """All-to-all with equal splits, as in expert-parallel token dispatch. From NVIDIA/Megatron-LM megatron/core/tensor_parallel/mappings.py::all_to_all."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
-from pkroof.rooflines import Workload
-from pkroof.rooflines.workloads import build
+from pkroof.rooflines import Collective, Workload
+from pkroof.rooflines.workloads import collective
 
 CATEGORY = "collective"
 SOURCE = "NVIDIA/Megatron-LM: megatron/core/tensor_parallel/mappings.py::all_to_all"
@@ -19,6 +15,10 @@ SHAPES = {  # size_bytes: one rank's send buffer (nccl-tests' convention); size_
 
 def inputs(rank, world_size, *, seed, device, size_bytes):
     """This rank's send buffer: (size_bytes / 2,) bf16, chunk j goes to rank j."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     if size_bytes % (2 * world_size):
         raise ValueError(
             f"all-to-all: size_bytes={size_bytes} does not split into whole bf16 chunks over {world_size} ranks"
@@ -28,10 +28,13 @@ def inputs(rank, world_size, *, seed, device, size_bytes):
 
 
 def reference(x):
+    import torch
+    import torch.distributed as dist
+
     out = torch.empty_like(x)
     dist.all_to_all_single(out, x)  # chunk i of the output came from rank i
     return out
 
 
 def workload(world_size, *, size_bytes, dtype="bf16") -> Workload:
-    return build("all-to-all", world_size, dtype, size=size_bytes)
+    return collective(Collective.ALL_TO_ALL, world_size, dtype, size=size_bytes)

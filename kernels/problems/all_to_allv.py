@@ -1,10 +1,5 @@
 """MoE token dispatch: all-to-all of per-expert counts, then all-to-all-v of the tokens. From pytorch/torchtitan torchtitan/distributed/expert_parallel.py::ExpertParallel._token_dispatch."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
-
 CATEGORY = "expert-parallel"
 SOURCE = "pytorch/torchtitan: torchtitan/distributed/expert_parallel.py::ExpertParallel._token_dispatch"
 SHAPES = {  # tokens: routed rows per rank (tokens × top-k); experts: routed experts in all, experts / world_size per rank
@@ -19,6 +14,10 @@ def inputs(rank, world_size, *, seed, device, tokens, hidden, experts):
 
     The split is uneven: each row's expert is drawn uniformly from the seed and rank, as a router's top-k would.
     """
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     if experts % world_size:
         raise ValueError(f"all-to-allv: {experts} experts do not divide over {world_size} ranks")
     g = generator(device, seed * 1000 + rank)
@@ -31,6 +30,9 @@ def inputs(rank, world_size, *, seed, device, tokens, hidden, experts):
 
 def reference(x, num_tokens_per_expert):
     """Returns the rows this rank's experts receive, in source-rank order, and their counts per (source rank, expert)."""
+    import torch
+    import torch.distributed as dist
+
     world_size = dist.get_world_size()
     # step 1: counts; entry (s, e) of the result is how many rows source rank s sends to local expert e
     num_tokens_per_expert_group = torch.empty_like(num_tokens_per_expert)

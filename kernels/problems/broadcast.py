@@ -1,11 +1,7 @@
 """Broadcast of a bucket of module states from rank 0, as DDP does at construction. From pytorch/pytorch torch/distributed/utils.py::_sync_params_and_buffers."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
-from pkroof.rooflines import Workload
-from pkroof.rooflines.workloads import build
+from pkroof.rooflines import Collective, Workload
+from pkroof.rooflines.workloads import collective
 
 CATEGORY = "collective"
 # _sync_params_and_buffers broadcasts the states in buckets through dist._broadcast_coalesced: one broadcast per bucket
@@ -18,6 +14,10 @@ SHAPES = {  # size_bytes: the broadcast buffer (nccl-tests' convention)
 
 def inputs(rank, world_size, *, seed, device, size_bytes):
     """A (size_bytes / 2,) bf16 buffer on every rank; rank 0's is the one broadcast."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     if size_bytes % 2:
         raise ValueError(f"broadcast: size_bytes={size_bytes} is not a whole number of bf16 elements (2 B each)")
     g = generator(device, seed * 1000 + rank)
@@ -27,10 +27,12 @@ def inputs(rank, world_size, *, seed, device, size_bytes):
 def reference(x):
     """x is copied first: a reference must not change its inputs, while DDP's parameter broadcast and nccl-tests run NCCL in place
     (profiled beside as nccl-broadcast-in-place)."""
+    import torch.distributed as dist
+
     out = x.clone()
     dist.broadcast(out, src=0)
     return out
 
 
 def workload(world_size, *, size_bytes, dtype="bf16") -> Workload:
-    return build("broadcast", world_size, dtype, size=size_bytes)
+    return collective(Collective.BROADCAST, world_size, dtype, size=size_bytes)

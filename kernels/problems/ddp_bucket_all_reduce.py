@@ -2,11 +2,8 @@
 
 from dataclasses import replace
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
-from pkroof.rooflines.workloads import build
+from pkroof.rooflines import Collective
+from pkroof.rooflines.workloads import collective
 
 CATEGORY = "data-parallel"
 SOURCE = "pytorch/pytorch: torch/distributed/algorithms/ddp_comm_hooks/default_hooks.py::allreduce_hook"
@@ -18,6 +15,10 @@ SHAPES = {  # size_bytes: one gradient bucket
 
 def inputs(rank, world_size, *, seed, device, size_bytes):
     """This rank's flattened gradient bucket: (size_bytes / 2,) bf16."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     if size_bytes % 2:
         raise ValueError(f"ddp-bucket-all-reduce: size_bytes={size_bytes} is not a whole number of bf16 elements")
     g = generator(device, seed * 1000 + rank)
@@ -25,6 +26,8 @@ def inputs(rank, world_size, *, seed, device, size_bytes):
 
 
 def reference(bucket):
+    import torch.distributed as dist
+
     out = bucket / dist.get_world_size()  # the hook divides before it sums (tensor.div_ in _allreduce_fut)
     dist.all_reduce(out)
     return out
@@ -33,4 +36,4 @@ def reference(bucket):
 def workload(world_size, *, size_bytes, dtype="bf16"):
     """An all-reduce of the bucket (the division is elementwise: no FLOPs counted, no extra HBM pass in a fused
     kernel); size_bytes stays the bucket's bytes in any dtype, as DDP's bucket_cap_mb."""
-    return replace(build("all-reduce", world_size, dtype, size=size_bytes), name="ddp-bucket-all-reduce")
+    return replace(collective(Collective.ALL_REDUCE, world_size, dtype, size=size_bytes), name="ddp-bucket-all-reduce")

@@ -1,9 +1,5 @@
 """Decode-time row-parallel GEMV + all-reduce. From vllm-project/vllm vllm/model_executor/layers/linear.py::RowParallelLinear."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
 from pkroof.kernels.problems._shapes import per_rank
 
 CATEGORY = "decode"
@@ -23,6 +19,10 @@ SHAPES = {
 
 def inputs(rank, world_size, *, seed, device, batch, in_features, out_features):
     """x [batch, in_features/P]; weight [out_features, in_features/P] (vLLM's layout, as nn.Linear); bf16."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     k_local = per_rank(in_features, world_size, "in_features")
     g = generator(device, seed * 1000 + rank)
     x = torch.randn(batch, k_local, generator=g, dtype=torch.bfloat16, device=device)
@@ -33,6 +33,9 @@ def inputs(rank, world_size, *, seed, device, batch, in_features, out_features):
 
 def reference(x, weight):
     """y [batch, out_features] = sum over ranks of x · weightᵀ, on every rank."""
+    import torch
+    import torch.distributed as dist
+
     y = torch.nn.functional.linear(x, weight)
     dist.all_reduce(y)
     return y

@@ -1,9 +1,6 @@
 """Top-k over vocab-parallel logits: local top-k, all-gather the candidates, global top-k. From aws-neuron/neuronx-distributed src/neuronx_distributed/operators/topk.py::topk."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
+from pkroof.kernels.problems._collectives import all_gather_into_tensor
 
 CATEGORY = "long-tail"
 SOURCE = "aws-neuron/neuronx-distributed: src/neuronx_distributed/operators/topk.py::topk"
@@ -13,12 +10,13 @@ SHAPES = {  # logits (batch, vocab) split over ranks along vocab; k candidates p
     "llama3-70b-tp8-sampling": dict(batch=256, vocab=128256, k=50),
 }
 
-# torch 2.13 renamed all_gather_into_tensor (it now warns) to all_gather_single
-_all_gather_into_tensor = getattr(dist, "all_gather_single", dist.all_gather_into_tensor)
-
 
 def inputs(rank, world_size, *, seed, device, batch, vocab, k):
     """This rank's logits, (batch, vocab / world_size) bf16, and k as a 0-d int64 tensor."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     if vocab % world_size:
         raise ValueError(f"distributed-topk: vocab={vocab} is not divisible by the world size {world_size}")
     if k > vocab // world_size:
@@ -30,14 +28,17 @@ def inputs(rank, world_size, *, seed, device, batch, vocab, k):
 
 def reference(logits, k):
     """torch.topk of the full logits on every rank: values (batch, k) bf16 and global vocab indices (batch, k) int64."""
+    import torch
+    import torch.distributed as dist
+
     world_size, k = dist.get_world_size(), int(k)
     batch, shard = logits.shape
     values, indices = torch.topk(logits, k, dim=-1)
     indices += dist.get_rank() * shard  # local → global vocab index
     all_values = values.new_empty(world_size * batch, k)  # rank-major: (world_size · batch, k)
     all_indices = indices.new_empty(world_size * batch, k)
-    _all_gather_into_tensor(all_values, values)
-    _all_gather_into_tensor(all_indices, indices)
+    all_gather_into_tensor(all_values, values)
+    all_gather_into_tensor(all_indices, indices)
     all_values = all_values.view(world_size, batch, k).permute(1, 0, 2).reshape(batch, world_size * k)
     all_indices = all_indices.view(world_size, batch, k).permute(1, 0, 2).reshape(batch, world_size * k)
     top_values, pos = torch.topk(all_values, k, dim=-1)

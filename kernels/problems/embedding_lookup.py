@@ -1,10 +1,5 @@
 """Vocab-parallel embedding: mask ids outside this rank's vocab range, look up locally, all-reduce. From NVIDIA/Megatron-LM megatron/core/tensor_parallel/layers.py::VocabParallelEmbedding.forward."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
-
 CATEGORY = "long-tail"
 SOURCE = "NVIDIA/Megatron-LM: megatron/core/tensor_parallel/layers.py::VocabParallelEmbedding.forward"
 SHAPES = {  # tokens = micro-batch × sequence; the table's vocab rows are split evenly over ranks
@@ -15,6 +10,10 @@ SHAPES = {  # tokens = micro-batch × sequence; the table's vocab rows are split
 
 def inputs(rank, world_size, *, seed, device, tokens, vocab, hidden):
     """Token ids, (tokens,) int64, the same on every rank; this rank's rows of the table, (vocab / world_size, hidden) bf16."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     if vocab % world_size:
         raise ValueError(f"embedding-lookup: vocab={vocab} is not divisible by the world size {world_size}")
     # the ids are drawn on the host, so that every rank holds the very same ones whatever its device
@@ -26,6 +25,9 @@ def inputs(rank, world_size, *, seed, device, tokens, vocab, hidden):
 
 def reference(ids, weight):
     """The embeddings of all ids, (tokens, hidden) bf16, on every rank."""
+    import torch
+    import torch.distributed as dist
+
     start = dist.get_rank() * weight.shape[0]  # this rank owns vocab rows [start, start + vocab / world_size)
     outside = (ids < start) | (ids >= start + weight.shape[0])
     local_ids = (ids - start).masked_fill(outside, 0)

@@ -1,9 +1,6 @@
 """FSDP2 all-gather of one parameter group's flat shard. From pytorch/pytorch torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py::foreach_all_gather."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
+from pkroof.kernels.problems._collectives import all_gather_into_tensor
 
 CATEGORY = "data-parallel"
 SOURCE = "pytorch/pytorch: torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py::foreach_all_gather"
@@ -15,12 +12,13 @@ SHAPES = {  # numel: parameters in the group (one transformer block), numel / wo
     "llama3-70b-block": dict(numel=2 * 8192 * 8192 + 2 * 1024 * 8192 + 3 * 8192 * 28672 + 2 * 8192),
 }
 
-# torch 2.13 renamed all_gather_into_tensor (the name FSDP2 calls; it now warns) to all_gather_single
-_all_gather_into_tensor = getattr(dist, "all_gather_single", dist.all_gather_into_tensor)
-
 
 def inputs(rank, world_size, *, seed, device, numel):
     """This rank's flat bf16 shard of the group's parameters: (numel / world_size,)."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     if numel % world_size:
         raise ValueError(f"fsdp-all-gather-params: numel={numel} is not divisible by the world size {world_size}")
     g = generator(device, seed * 1000 + rank)
@@ -29,10 +27,12 @@ def inputs(rank, world_size, *, seed, device, numel):
 
 def reference(shard):
     """The unsharded flat parameters, (numel,) bf16; unflattening them into parameters is not included."""
+    import torch.distributed as dist
+
     world_size, rank = dist.get_world_size(), dist.get_rank()
     out = shard.new_empty(world_size * shard.numel())
     # copy-in: FSDP2 writes its shard straight into its slot of the output and all-gathers in place
     own = out.view(world_size, -1)[rank]
     own.copy_(shard)
-    _all_gather_into_tensor(out, own)
+    all_gather_into_tensor(out, own)
     return out

@@ -1,9 +1,6 @@
 """FSDP2 reduce-scatter of one parameter group's flat gradients, averaged over ranks. From pytorch/pytorch torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py::foreach_reduce."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
+from pkroof.kernels.problems._collectives import reduce_scatter_tensor
 
 CATEGORY = "data-parallel"
 SOURCE = "pytorch/pytorch: torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py::foreach_reduce"
@@ -15,12 +12,13 @@ SHAPES = {  # numel: gradients in the group (one transformer block); each rank k
     "llama3-70b-block": dict(numel=2 * 8192 * 8192 + 2 * 1024 * 8192 + 3 * 8192 * 28672 + 2 * 8192),
 }
 
-# torch 2.13 renamed reduce_scatter_tensor (the name FSDP2 calls; it now warns) to reduce_scatter_single
-_reduce_scatter_tensor = getattr(dist, "reduce_scatter_single", dist.reduce_scatter_tensor)
-
 
 def inputs(rank, world_size, *, seed, device, numel):
     """This rank's unsharded flat bf16 gradients, already laid out rank-major (FSDP2's copy-in): (numel,)."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     if numel % world_size:
         raise ValueError(f"fsdp-reduce-scatter-grads: numel={numel} is not divisible by the world size {world_size}")
     g = generator(device, seed * 1000 + rank)
@@ -29,6 +27,8 @@ def inputs(rank, world_size, *, seed, device, numel):
 
 def reference(grads):
     """This rank's shard of the mean gradient: (numel / world_size,) bf16."""
+    import torch.distributed as dist
+
     out = grads.new_empty(grads.numel() // dist.get_world_size())
-    _reduce_scatter_tensor(out, grads, op=dist.ReduceOp.AVG)  # FSDP2's default for bf16 on NCCL
+    reduce_scatter_tensor(out, grads, op=dist.ReduceOp.AVG)  # FSDP2's default for bf16 on NCCL
     return out

@@ -1,11 +1,7 @@
 """Gather of vocab-parallel logits to rank 0 for sampling. From vllm-project/vllm vllm/distributed/parallel_state.py::GroupCoordinator.gather."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
-from pkroof.rooflines import Workload
-from pkroof.rooflines.workloads import build
+from pkroof.rooflines import Collective, Workload
+from pkroof.rooflines.workloads import collective
 
 CATEGORY = "collective"
 SOURCE = "vllm-project/vllm: vllm/distributed/parallel_state.py::GroupCoordinator.gather"
@@ -18,6 +14,10 @@ SHAPES = {  # size_bytes: the gathered output (nccl-tests' convention); each ran
 
 def inputs(rank, world_size, *, seed, device, size_bytes):
     """This rank's shard: (size_bytes / 2 / world_size,) bf16."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     if size_bytes % (2 * world_size):
         raise ValueError(
             f"gather: size_bytes={size_bytes} does not split into whole bf16 shards over {world_size} ranks"
@@ -28,6 +28,9 @@ def inputs(rank, world_size, *, seed, device, size_bytes):
 
 def reference(shard):
     """Rank 0 returns the shards concatenated in rank order; the other ranks return an empty tensor."""
+    import torch
+    import torch.distributed as dist
+
     root = dist.get_rank() == 0
     gather_list = [torch.empty_like(shard) for _ in range(dist.get_world_size())] if root else None
     dist.gather(shard, gather_list, dst=0)
@@ -35,4 +38,4 @@ def reference(shard):
 
 
 def workload(world_size, *, size_bytes, dtype="bf16") -> Workload:
-    return build("gather", world_size, dtype, size=size_bytes)
+    return collective(Collective.GATHER, world_size, dtype, size=size_bytes)

@@ -1,11 +1,7 @@
 """Row-parallel GEMM + all-reduce (no sequence parallelism). From NVIDIA/Megatron-LM megatron/core/tensor_parallel/layers.py::RowParallelLinear."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
 from pkroof.kernels.problems._shapes import per_rank
-from pkroof.rooflines.workloads import build
+from pkroof.rooflines.workloads import gemm_all_reduce
 
 CATEGORY = "tp-gemm"
 SOURCE = (
@@ -23,6 +19,10 @@ SHAPES = {
 
 def inputs(rank, world_size, *, seed, device, tokens, in_features, out_features):
     """A [tokens, in_features/P] (this rank's slice of K), B [in_features/P, out_features]; bf16."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     k_local = per_rank(in_features, world_size, "in_features")
     g = generator(device, seed * 1000 + rank)
     a = torch.randn(tokens, k_local, generator=g, device=device)
@@ -33,6 +33,8 @@ def inputs(rank, world_size, *, seed, device, tokens, in_features, out_features)
 
 def reference(a, b):
     """C [tokens, out_features] = sum over ranks of A·B, on every rank."""
+    import torch.distributed as dist
+
     out = a @ b
     dist.all_reduce(out)
     return out
@@ -40,8 +42,7 @@ def reference(a, b):
 
 def workload(world_size, *, tokens, in_features, out_features, dtype="bf16"):
     """The built-in gemm-all-reduce: m×n the full output, k each rank's slice of the inner dimension."""
-    return build(
-        "gemm-all-reduce",
+    return gemm_all_reduce(
         world_size,
         dtype,
         m=tokens,

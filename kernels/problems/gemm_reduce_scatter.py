@@ -1,11 +1,7 @@
 """Row-parallel GEMM + reduce-scatter to the sequence-parallel output. From NVIDIA/Megatron-LM megatron/core/tensor_parallel/layers.py::RowParallelLinear."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
 from pkroof.kernels.problems._shapes import per_rank
-from pkroof.rooflines.workloads import build
+from pkroof.rooflines.workloads import gemm_reduce_scatter
 
 CATEGORY = "tp-gemm"
 SOURCE = (
@@ -23,6 +19,10 @@ SHAPES = {
 
 def inputs(rank, world_size, *, seed, device, tokens, in_features, out_features):
     """A [tokens, in_features/P] (this rank's slice of K), B [in_features/P, out_features]; bf16."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     per_rank(tokens, world_size, "tokens")
     k_local = per_rank(in_features, world_size, "in_features")
     g = generator(device, seed * 1000 + rank)
@@ -34,6 +34,8 @@ def inputs(rank, world_size, *, seed, device, tokens, in_features, out_features)
 
 def reference(a, b):
     """C_shard [tokens/P, out_features]: this rank's rows of sum over ranks of A·B."""
+    import torch.distributed as dist
+
     partial = a @ b
     out = partial.new_empty(partial.shape[0] // dist.get_world_size(), partial.shape[1])
     dist.reduce_scatter_tensor(out, partial)
@@ -43,8 +45,7 @@ def reference(a, b):
 def workload(world_size, *, tokens, in_features, out_features, dtype="bf16"):
     """The built-in gemm-reduce-scatter: m×n the full output, k each rank's slice of the inner dimension."""
     per_rank(tokens, world_size, "tokens")
-    return build(
-        "gemm-reduce-scatter",
+    return gemm_reduce_scatter(
         world_size,
         dtype,
         m=tokens,

@@ -1,10 +1,5 @@
 """Halo exchange of a row-decomposed convolution input, zero-padded at the open ends. From NVIDIA/physicsnemo physicsnemo/domain_parallel/shard_utils/halo.py::halo_padding_1d."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
-
 CATEGORY = "long-tail"
 SOURCE = "NVIDIA/physicsnemo: physicsnemo/domain_parallel/shard_utils/halo.py::halo_padding_1d"
 SHAPES = {  # an NHWC image with batch 1, split over ranks by rows (height); halo = kernel_size // 2
@@ -16,6 +11,10 @@ SHAPES = {  # an NHWC image with batch 1, split over ranks by rows (height); hal
 
 def inputs(rank, world_size, *, seed, device, height, width, channels, halo):
     """This rank's rows, (height / world_size, width, channels) bf16, and the halo width as a 0-d int64 tensor."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     if height % world_size:
         raise ValueError(f"halo-exchange: height={height} is not divisible by the world size {world_size}")
     if halo > height // world_size:
@@ -27,6 +26,9 @@ def inputs(rank, world_size, *, seed, device, height, width, channels, halo):
 
 def reference(x, halo):
     """This rank's rows with `halo` rows from each neighbour above and below; zeros beyond the first and last rank."""
+    import torch
+    import torch.distributed as dist
+
     rank, world_size = dist.get_rank(), dist.get_world_size()
     h = int(halo)
     above = x.new_zeros(h, *x.shape[1:])

@@ -1,9 +1,5 @@
 """MoE combine: expert outputs sent back over EP and gate-weighted per token. From NVIDIA/Megatron-LM megatron/core/transformer/moe/token_dispatcher.py::MoEAlltoAllTokenDispatcher."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
 from pkroof.kernels.problems._shapes import per_rank
 
 CATEGORY = "expert-parallel"
@@ -24,6 +20,8 @@ SHAPES = {
 
 def _route(g, tokens, num_experts, topk):
     """routing_map [tokens, experts] bool and probs [tokens, experts] fp32 (zero off the map)."""
+    import torch
+
     top = torch.topk(torch.randn(tokens, num_experts, generator=g), topk, dim=-1)
     routing_map = torch.zeros(tokens, num_experts, dtype=torch.bool).scatter_(1, top.indices, True)
     probs = torch.zeros(tokens, num_experts).scatter_(1, top.indices, torch.softmax(top.values, dim=-1))
@@ -32,6 +30,10 @@ def _route(g, tokens, num_experts, topk):
 
 def inputs(rank, world_size, *, seed, device, tokens_per_rank, hidden, num_experts, topk):
     """expert_out [received, hidden] bf16 (grouped by local expert then source rank), routing_map, probs."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     local = per_rank(num_experts, world_size, "num_experts")
     if topk > num_experts:
         raise ValueError(f"topk={topk} is more than num_experts={num_experts}")
@@ -52,6 +54,9 @@ def inputs(rank, world_size, *, seed, device, tokens_per_rank, hidden, num_exper
 
 def reference(expert_out, routing_map, probs):
     """out [tokens_per_rank, hidden] bf16: each token's expert outputs, summed in fp32 weighted by its gates."""
+    import torch
+    import torch.distributed as dist
+
     world_size = dist.get_world_size()
     num_tokens, num_experts = routing_map.shape
     local = num_experts // world_size

@@ -1,9 +1,5 @@
 """MoE token dispatch over expert parallelism (all-to-all-v). From NVIDIA/Megatron-LM megatron/core/transformer/moe/token_dispatcher.py::MoEAlltoAllTokenDispatcher."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
 from pkroof.kernels.problems._shapes import per_rank
 
 CATEGORY = "expert-parallel"
@@ -24,6 +20,10 @@ SHAPES = {
 
 def inputs(rank, world_size, *, seed, device, tokens_per_rank, hidden, num_experts, topk):
     """hidden [tokens_per_rank, hidden] bf16 and its routing_map [tokens_per_rank, num_experts] bool (topk per row)."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     per_rank(num_experts, world_size, "num_experts")
     if topk > num_experts:
         raise ValueError(f"topk={topk} is more than num_experts={num_experts}")
@@ -39,6 +39,9 @@ def inputs(rank, world_size, *, seed, device, tokens_per_rank, hidden, num_exper
 
 def reference(hidden, routing_map):
     """(tokens [received, hidden] grouped by local expert then source rank, count per local expert [E/P] int64)."""
+    import torch
+    import torch.distributed as dist
+
     world_size = dist.get_world_size()
     num_tokens, num_experts = routing_map.shape
     local = num_experts // world_size

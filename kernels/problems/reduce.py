@@ -1,11 +1,7 @@
 """Reduce of a gradient slice to the rank that owns its partition. From deepspeedai/DeepSpeed deepspeed/runtime/zero/stage_1_and_2.py::DeepSpeedZeroOptimizer.average_tensor."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
-from pkroof.rooflines import Workload
-from pkroof.rooflines.workloads import build
+from pkroof.rooflines import Collective, Workload
+from pkroof.rooflines.workloads import collective
 
 CATEGORY = "collective"
 SOURCE = "deepspeedai/DeepSpeed: deepspeed/runtime/zero/stage_1_and_2.py::DeepSpeedZeroOptimizer.average_tensor"
@@ -18,6 +14,10 @@ SHAPES = {  # size_bytes: the reduced buffer (nccl-tests' convention)
 
 def inputs(rank, world_size, *, seed, device, size_bytes):
     """This rank's gradient slice: (size_bytes / 2,) bf16."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     if size_bytes % 2:
         raise ValueError(f"reduce: size_bytes={size_bytes} is not a whole number of bf16 elements (2 B each)")
     g = generator(device, seed * 1000 + rank)
@@ -27,10 +27,12 @@ def inputs(rank, world_size, *, seed, device, size_bytes):
 def reference(x):
     """Rank 0 returns the sum; the other ranks return an empty tensor. x is copied first: a reference must not
     change its inputs, while DeepSpeed's average_tensor and nccl-tests run NCCL in place (profiled beside as nccl-reduce-in-place)."""
+    import torch.distributed as dist
+
     out = x.clone()
     dist.reduce(out, dst=0)
     return out if dist.get_rank() == 0 else x.new_empty(0)
 
 
 def workload(world_size, *, size_bytes, dtype="bf16") -> Workload:
-    return build("reduce", world_size, dtype, size=size_bytes)
+    return collective(Collective.REDUCE, world_size, dtype, size=size_bytes)

@@ -1,11 +1,8 @@
 """Reduce-scatter of sequence-parallel partial sums. From NVIDIA/Megatron-LM megatron/core/tensor_parallel/mappings.py::_reduce_scatter_along_first_dim."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
-from pkroof.rooflines import Workload
-from pkroof.rooflines.workloads import build
+from pkroof.kernels.problems._collectives import reduce_scatter_tensor
+from pkroof.rooflines import Collective, Workload
+from pkroof.rooflines.workloads import collective
 
 CATEGORY = "collective"
 SOURCE = "NVIDIA/Megatron-LM: megatron/core/tensor_parallel/mappings.py::_reduce_scatter_along_first_dim"
@@ -16,12 +13,13 @@ SHAPES = {  # size_bytes: the full input on every rank (nccl-tests' convention);
     "llama3-8b-tp2-activation": dict(size_bytes=8192 * 4096 * 2),  # 8192 tokens × hidden 4096 × bf16
 }
 
-# torch 2.13 renamed reduce_scatter_tensor (the name Megatron calls; it now warns) to reduce_scatter_single
-_reduce_scatter_tensor = getattr(dist, "reduce_scatter_single", dist.reduce_scatter_tensor)
-
 
 def inputs(rank, world_size, *, seed, device, size_bytes):
     """This rank's partial sum of the whole tensor: (size_bytes / 2,) bf16."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     if size_bytes % (2 * world_size):
         raise ValueError(
             f"reduce-scatter: size_bytes={size_bytes} does not split into whole bf16 shards over {world_size} ranks"
@@ -31,10 +29,12 @@ def inputs(rank, world_size, *, seed, device, size_bytes):
 
 
 def reference(x):
+    import torch.distributed as dist
+
     out = x.new_empty(x.numel() // dist.get_world_size())
-    _reduce_scatter_tensor(out, x)
+    reduce_scatter_tensor(out, x)
     return out
 
 
 def workload(world_size, *, size_bytes, dtype="bf16") -> Workload:
-    return build("reduce-scatter", world_size, dtype, size=size_bytes)
+    return collective(Collective.REDUCE_SCATTER, world_size, dtype, size=size_bytes)

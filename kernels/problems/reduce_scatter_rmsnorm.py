@@ -1,9 +1,5 @@
 """Reduce-scatter + residual add + RMSNorm on the token shard (SP). From NVIDIA/Megatron-LM megatron/core/transformer/transformer_layer.py::TransformerLayer."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
 from pkroof.kernels.problems._shapes import per_rank
 
 CATEGORY = "tp-norm"
@@ -24,6 +20,10 @@ SHAPES = {
 
 def inputs(rank, world_size, *, seed, device, tokens, hidden):
     """partial [tokens, hidden] (row-parallel partial sum), residual [tokens/P, hidden] (this rank's shard), gamma."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     t_local = per_rank(tokens, world_size, "tokens")
     g = generator(device, seed * 1000 + rank)
     # the sum over ranks is O(1)
@@ -36,6 +36,9 @@ def inputs(rank, world_size, *, seed, device, tokens, hidden):
 
 def reference(partial, residual, gamma):
     """(normed, new residual), both [tokens/P, hidden] bf16; the add is bf16 (bias_dropout_add), the norm fp32."""
+    import torch
+    import torch.distributed as dist
+
     reduced = residual.new_empty(residual.shape)
     dist.reduce_scatter_tensor(reduced, partial)
     h = reduced + residual

@@ -1,9 +1,5 @@
 """Ring attention forward, non-causal. From zhuzilin/ring-flash-attention ring_flash_attn/ring_flash_attn.py::ring_flash_attn_forward."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
 from pkroof.kernels.problems._shapes import per_rank
 
 CATEGORY = "sequence-parallel"
@@ -22,6 +18,10 @@ SHAPES = {
 
 def inputs(rank, world_size, *, seed, device, seq, heads, kv_heads, head_dim):
     """q [seq/P, heads, head_dim], k and v [seq/P, kv_heads, head_dim]: this rank's sequence chunk; bf16."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     s_local = per_rank(seq, world_size, "seq")
     if heads % kv_heads:
         raise ValueError(f"heads={heads} is not a multiple of kv_heads={kv_heads}")
@@ -34,6 +34,8 @@ def inputs(rank, world_size, *, seed, device, seq, heads, kv_heads, head_dim):
 
 def _attend(q, k, v):
     """Softmax attention of q [heads, s_q, d] (fp32) over one K/V chunk [s_k, kv_heads, d]: (out, lse) in fp32."""
+    import torch
+
     groups = q.shape[0] // k.shape[1]
     k = k.float().repeat_interleave(groups, dim=1).transpose(0, 1)  # [heads, s_k, d]
     v = v.float().repeat_interleave(groups, dim=1).transpose(0, 1)
@@ -44,6 +46,9 @@ def _attend(q, k, v):
 
 def reference(q, k, v):
     """out [seq/P, heads, head_dim] bf16: this rank's queries attending to the whole sequence."""
+    import torch
+    import torch.distributed as dist
+
     world_size, rank = dist.get_world_size(), dist.get_rank()
     send_to, recv_from = (rank + 1) % world_size, (rank - 1) % world_size
     qf = q.float().transpose(0, 1)  # [heads, seq/P, d]

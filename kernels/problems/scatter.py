@@ -1,11 +1,7 @@
 """Scatter of a buffer from rank 0 in equal chunks. From pytorch/pytorch torch/distributed/distributed_c10d.py::scatter."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
-from pkroof.rooflines import Workload
-from pkroof.rooflines.workloads import build
+from pkroof.rooflines import Collective, Workload
+from pkroof.rooflines.workloads import collective
 
 CATEGORY = "collective"
 SOURCE = "pytorch/pytorch: torch/distributed/distributed_c10d.py::scatter"
@@ -17,6 +13,10 @@ SHAPES = {  # size_bytes: the full input on rank 0 (nccl-tests' convention); eac
 
 def inputs(rank, world_size, *, seed, device, size_bytes):
     """A (size_bytes / 2,) bf16 buffer on every rank; only rank 0's is scattered."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     if size_bytes % (2 * world_size):
         raise ValueError(
             f"scatter: size_bytes={size_bytes} does not split into whole bf16 chunks over {world_size} ranks"
@@ -26,6 +26,8 @@ def inputs(rank, world_size, *, seed, device, size_bytes):
 
 
 def reference(x):
+    import torch.distributed as dist
+
     world_size = dist.get_world_size()
     out = x.new_empty(x.numel() // world_size)
     dist.scatter(out, list(x.chunk(world_size)) if dist.get_rank() == 0 else None, src=0)
@@ -33,4 +35,4 @@ def reference(x):
 
 
 def workload(world_size, *, size_bytes, dtype="bf16") -> Workload:
-    return build("scatter", world_size, dtype, size=size_bytes)
+    return collective(Collective.SCATTER, world_size, dtype, size=size_bytes)

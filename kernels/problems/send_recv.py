@@ -1,11 +1,7 @@
 """Send of a pipeline-parallel activation from rank 0 to rank 1. From NVIDIA/Megatron-LM megatron/core/pipeline_parallel/p2p_communication.py::_p2p_ops."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
-from pkroof.rooflines import Workload
-from pkroof.rooflines.workloads import build
+from pkroof.rooflines import Collective, Workload
+from pkroof.rooflines.workloads import collective
 
 CATEGORY = "collective"
 SOURCE = "NVIDIA/Megatron-LM: megatron/core/pipeline_parallel/p2p_communication.py::_p2p_ops"
@@ -18,6 +14,10 @@ SHAPES = {  # size_bytes: the message (nccl-tests' convention)
 
 def inputs(rank, world_size, *, seed, device, size_bytes):
     """A (size_bytes / 2,) bf16 message on every rank; rank 0's is sent, rank 1's shape sizes the receive buffer."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     if world_size < 2:
         raise ValueError(f"send-recv needs at least 2 ranks, got {world_size}")
     if size_bytes % 2:
@@ -28,6 +28,9 @@ def inputs(rank, world_size, *, seed, device, size_bytes):
 
 def reference(x):
     """Rank 1 returns what rank 0 sent; every other rank returns an empty tensor."""
+    import torch
+    import torch.distributed as dist
+
     # plain send/recv, not batch_isend_irecv: NCCL wants every rank of the group in a first batched call
     rank = dist.get_rank()
     if rank == 0:
@@ -40,4 +43,4 @@ def reference(x):
 
 
 def workload(world_size, *, size_bytes, dtype="bf16") -> Workload:
-    return build("send-recv", world_size, dtype, size=size_bytes)
+    return collective(Collective.SEND_RECV, world_size, dtype, size=size_bytes)

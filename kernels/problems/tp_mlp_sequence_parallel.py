@@ -1,9 +1,5 @@
 """Megatron MLP block, TP with sequence parallelism: all-gather, gate+up GEMM, SwiGLU, down GEMM, reduce-scatter. From NVIDIA/Megatron-LM megatron/core/transformer/mlp.py::MLP."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
 from pkroof.kernels.problems._shapes import per_rank
 
 CATEGORY = "tp-gemm"
@@ -23,6 +19,10 @@ SHAPES = {
 
 def inputs(rank, world_size, *, seed, device, tokens, hidden, ffn):
     """x_shard [tokens/P, hidden]; w_fc1 [hidden, 2·ffn/P] = [gate | up] of this rank; w_fc2 [ffn/P, hidden]; bf16."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     t_local = per_rank(tokens, world_size, "tokens")
     f_local = per_rank(ffn, world_size, "ffn")
     g = generator(device, seed * 1000 + rank)
@@ -34,6 +34,9 @@ def inputs(rank, world_size, *, seed, device, tokens, hidden, ffn):
 
 def reference(x_shard, w_fc1, w_fc2):
     """y_shard [tokens/P, hidden] = reduce_scatter(SwiGLU(all_gather(x) · w_fc1) · w_fc2)."""
+    import torch
+    import torch.distributed as dist
+
     world_size = dist.get_world_size()
     x = x_shard.new_empty(x_shard.shape[0] * world_size, x_shard.shape[1])
     dist.all_gather_into_tensor(x, x_shard)

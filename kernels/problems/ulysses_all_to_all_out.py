@@ -1,9 +1,5 @@
 """DeepSpeed-Ulysses all-to-all of the attention output. From deepspeedai/DeepSpeed deepspeed/sequence/layer.py::_SeqAllToAll."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
 from pkroof.kernels.problems._shapes import per_rank
 
 CATEGORY = "sequence-parallel"
@@ -21,6 +17,10 @@ SHAPES = {
 
 def inputs(rank, world_size, *, seed, device, seq, heads, head_dim):
     """o [seq, heads/P, head_dim]: attention output for the full sequence and this rank's heads; bf16."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     per_rank(seq, world_size, "seq")
     h_local = per_rank(heads, world_size, "heads")
     g = generator(device, seed * 1000 + rank)
@@ -29,6 +29,9 @@ def inputs(rank, world_size, *, seed, device, seq, heads, head_dim):
 
 def reference(o):
     """[seq/P, heads, head_dim]: this rank's sequence shard with every head."""
+    import torch
+    import torch.distributed as dist
+
     world_size = dist.get_world_size()
     seq, h_local, dim = o.shape
     send = o.reshape(world_size, seq // world_size, h_local, dim)  # chunk j: sequence shard j → rank j

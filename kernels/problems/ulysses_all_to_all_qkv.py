@@ -1,9 +1,5 @@
 """DeepSpeed-Ulysses all-to-all of Q, K, V before attention. From deepspeedai/DeepSpeed deepspeed/sequence/layer.py::_SeqAllToAll."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
 from pkroof.kernels.problems._shapes import per_rank
 
 CATEGORY = "sequence-parallel"
@@ -21,6 +17,10 @@ SHAPES = {
 
 def inputs(rank, world_size, *, seed, device, seq, heads, kv_heads, head_dim):
     """q [seq/P, heads, head_dim], k and v [seq/P, kv_heads, head_dim]: this rank's sequence shard; bf16."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     s_local = per_rank(seq, world_size, "seq")
     per_rank(heads, world_size, "heads")
     per_rank(kv_heads, world_size, "kv_heads")
@@ -33,6 +33,9 @@ def inputs(rank, world_size, *, seed, device, seq, heads, kv_heads, head_dim):
 
 def _seq_to_heads(x):
     """[seq/P, heads, dim] → [seq, heads/P, dim]: rank j gets head group j of every sequence shard."""
+    import torch
+    import torch.distributed as dist
+
     world_size = dist.get_world_size()
     s_local, heads, dim = x.shape
     send = x.reshape(s_local, world_size, heads // world_size, dim).transpose(0, 1).contiguous()  # chunk j → rank j

@@ -1,9 +1,5 @@
 """Vocab-parallel cross-entropy, forward. From NVIDIA/Megatron-LM megatron/core/tensor_parallel/cross_entropy.py::_VocabParallelCrossEntropy."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
 from pkroof.kernels.problems._shapes import per_rank
 
 CATEGORY = "vocab-parallel"
@@ -23,6 +19,10 @@ SHAPES = {
 
 def inputs(rank, world_size, *, seed, device, tokens, vocab):
     """logits [tokens, vocab/P] bf16 (this rank's vocab range), target [tokens] int64 global token ids."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     v_local = per_rank(vocab, world_size, "vocab")
     g = generator(device, seed * 1000 + rank)
     logits = 2 * torch.randn(tokens, v_local, generator=g, dtype=torch.bfloat16, device=device)
@@ -34,6 +34,9 @@ def inputs(rank, world_size, *, seed, device, tokens, vocab):
 
 def reference(logits, target):
     """loss [tokens] fp32: log(sum_v exp(z_v)) - z_target over the whole vocabulary."""
+    import torch
+    import torch.distributed as dist
+
     z = logits.float()  # a copy: Megatron subtracts the max in place, this must not touch the input
     z_max = z.max(dim=-1).values
     dist.all_reduce(z_max, op=dist.ReduceOp.MAX)

@@ -1,9 +1,5 @@
 """Target log-prob and top-k log-probs over vocab-sharded logits. From NVIDIA-NeMo/RL nemo_rl/distributed/model_utils.py::distributed_vocab_topk."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
 from pkroof.kernels.problems._shapes import per_rank
 
 CATEGORY = "vocab-parallel"
@@ -24,6 +20,10 @@ SHAPES = {
 
 def inputs(rank, world_size, *, seed, device, tokens, vocab):
     """logits [tokens, vocab/P] bf16 (this rank's vocab range), target [tokens] int64 global token ids."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     v_local = per_rank(vocab, world_size, "vocab")
     if v_local < TOPK:
         raise ValueError(f"vocab/P={v_local} is fewer than the {TOPK} top entries each rank nominates")
@@ -37,6 +37,9 @@ def inputs(rank, world_size, *, seed, device, tokens, vocab):
 
 def reference(logits, target):
     """(logprob [tokens] fp32 of the target, top-k log-probs [tokens, TOPK] fp32, their global ids [tokens, TOPK])."""
+    import torch
+    import torch.distributed as dist
+
     world_size = dist.get_world_size()
     z = logits.float()
     num_tokens, v_local = z.shape

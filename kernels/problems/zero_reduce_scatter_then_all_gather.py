@@ -1,9 +1,6 @@
 """ZeRO-2 step: reduce-scatter gradients, SGD on this rank's fp32 shard, all-gather bf16 parameters. From deepspeedai/DeepSpeed deepspeed/runtime/zero/stage_1_and_2.py::DeepSpeedZeroOptimizer.step."""
 
-import torch
-import torch.distributed as dist
-
-from pkroof.kernels.problems._random import generator
+from pkroof.kernels.problems._collectives import all_gather_into_tensor, reduce_scatter_tensor
 
 CATEGORY = "data-parallel"
 # DeepSpeed averages with one dist.reduce per partition (average_tensor), the same traffic as one reduce-scatter,
@@ -15,13 +12,13 @@ SHAPES = {  # numel: parameters in one bucket, numel / world_size owned by each 
 }
 LR = 0.01  # plain SGD; the optimizer's arithmetic is not the point, its place between the collectives is
 
-# torch 2.13 renamed the *_tensor collectives DeepSpeed calls (they now warn) to *_single
-_reduce_scatter_tensor = getattr(dist, "reduce_scatter_single", dist.reduce_scatter_tensor)
-_all_gather_into_tensor = getattr(dist, "all_gather_single", dist.all_gather_into_tensor)
-
 
 def inputs(rank, world_size, *, seed, device, numel):
     """This rank's fp32 master shard, (numel / world_size,), and its full bf16 gradients, (numel,)."""
+    import torch
+
+    from pkroof.kernels.problems._random import generator
+
     if numel % world_size:
         raise ValueError(
             f"zero-reduce-scatter-then-all-gather: numel={numel} is not divisible by the world size {world_size}"
@@ -34,10 +31,12 @@ def inputs(rank, world_size, *, seed, device, numel):
 
 def reference(master, grads):
     """Returns the updated bf16 parameters, (numel,), and this rank's updated fp32 master shard."""
+    import torch.distributed as dist
+
     world_size = dist.get_world_size()
     grad_shard = grads.new_empty(grads.numel() // world_size)
-    _reduce_scatter_tensor(grad_shard, grads, op=dist.ReduceOp.AVG)
+    reduce_scatter_tensor(grad_shard, grads, op=dist.ReduceOp.AVG)
     new_master = master - LR * grad_shard.float()
     params = grads.new_empty(grads.numel())
-    _all_gather_into_tensor(params, new_master.to(grads.dtype))  # the model's dtype: bf16
+    all_gather_into_tensor(params, new_master.to(grads.dtype))  # the model's dtype: bf16
     return params, new_master

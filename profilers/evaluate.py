@@ -1,0 +1,150 @@
+"""The model's view of measurement records, computed whenever records are read and never stored: each record's
+communication size, roofline, fraction of it, link rate, speedup over the reference and its declared pair's
+prediction, from its problem's workload on the topology it was measured on.
+
+A record's workload comes from the record itself where it carries one (a traced problem), else from the catalogue:
+a suite problem's hand-written workload, or its reference traced (torch). A file a record names is never imported:
+a record of a user's problem file without a workload is reported in one line and skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pkroof.kernels.catalogue import Problem, is_suite_problem, load
+from pkroof.rooflines import Workload
+from pkroof.rooflines.workload import workload_from_dict
+from pkroof.topology import Topology
+
+from . import records as rec
+from .analysis import ProblemAnalysis, analyze, predict_declared
+
+DERIVED = (
+    "comm_bytes",
+    "t_roof_s",
+    "fraction_of_roofline",
+    "achieved_link_Bps",
+    "speedup_vs_reference",
+    "predicted_s",
+    "prediction_error",
+)
+
+
+def record_workload(record: dict[str, Any]) -> tuple[Problem | None, Workload | None]:
+    """(the suite problem, the record's stored workload): either may be None, not both; a ValueError of one line
+    where the record's workload can be rebuilt neither from the catalogue nor from itself."""
+    name = record["problem"]
+    stored = record.get("workload")
+    workload = workload_from_dict(stored) if stored is not None else None
+    if is_suite_problem(name):
+        return load(name), workload
+    if workload is None:
+        raise ValueError(
+            f"{name} is a problem file; pkroof never runs a file named in a results file, and this record carries no "
+            "workload to bound it by (profile it again with this pkroof)"
+        )
+    return None, workload
+
+
+def on_gpus(record: dict[str, Any]) -> bool:
+    env = record.get("environment")
+    return isinstance(env, dict) and env.get("backend") == "nccl"
+
+
+def _median(record: dict[str, Any]) -> float | None:
+    m = record.get("median_s")
+    ok = isinstance(m, (int, float)) and not isinstance(m, bool) and math.isfinite(m) and m > 0
+    return float(m) if ok and record.get("status") == "correct" else None
+
+
+def derive(record: dict[str, Any], pa: ProblemAnalysis, reference_s: float | None) -> dict[str, Any]:
+    """The record with the model's fields (DERIVED) added: what `pkroof profile` prints and the report shows."""
+    b = pa.bound
+    out = dict(record) | {"comm_bytes": sum(op.size_bytes for op in b.workload.comm), "t_roof_s": b.t_roof_s}
+    out |= dict.fromkeys(DERIVED[2:])
+    median, gpu = _median(record), on_gpus(record)
+    if median is not None:
+        out["fraction_of_roofline"] = b.t_roof_s / median if gpu else None
+        out["achieved_link_Bps"] = b.link_bytes_per_rank / median if (gpu and b.link_bytes_per_rank) else None
+        out["speedup_vs_reference"] = reference_s / median if reference_s and record["impl"] != "reference" else None
+    if record.get("mechanism") and record.get("schedule"):
+        try:
+            p = predict_declared(b.workload, b.system, record, record.get("comm_sms"))
+        except ValueError:  # a pair this pkroof does not know (a newer record): no prediction
+            p = None
+        out["predicted_s"] = p.t_s if p else None
+        if p and median is not None and gpu:
+            out["prediction_error"] = (median - p.t_s) / p.t_s
+    return out
+
+
+Group = tuple[str, str, str, int]  # (problem, shape, params as JSON, world size)
+
+
+def group_of(record: dict[str, Any]) -> Group:
+    return (record["problem"], record["shape"], json.dumps(record["params"], sort_keys=True), record["world_size"])
+
+
+@dataclass
+class Evaluation:
+    records: list[dict[str, Any]] = field(default_factory=list)  # the records kept, each with DERIVED added
+    analyses: dict[Group, ProblemAnalysis] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)  # one line per group left out, and why
+
+
+def latest(records: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """One record per (problem, shape, params, implementation, world size): the latest (by date, then by order
+    read); and how many earlier ones were dropped."""
+    kept: dict[tuple, dict[str, Any]] = {}
+    dropped = 0
+    for r in records:
+        k = rec.key(r)
+        if k in kept:
+            dropped += 1
+            if str(r.get("date", "")) < str(kept[k].get("date", "")):
+                continue
+        kept[k] = r
+    return list(kept.values()), dropped
+
+
+def evaluate(
+    records: Iterable[dict[str, Any]], topology: Topology, *, sweep: bool = False, log: Callable[[str], None] = print
+) -> Evaluation:
+    """Every record's model fields on `topology`, one analysis per (problem, shape, params, world size); a group
+    whose workload cannot be rebuilt, or that the topology cannot hold, is one line in `skipped` (and `log`)."""
+    kept, dropped = latest(records)
+    if dropped:
+        log(f"{dropped} record{'s' * (dropped > 1)} measured again later: the latest of each is the one shown")
+    out = Evaluation()
+    groups: dict[Group, list[dict[str, Any]]] = {}
+    for r in kept:
+        groups.setdefault(group_of(r), []).append(r)
+    for g, members in groups.items():
+        problem, shape, _, world = g
+        first = members[0]
+        try:
+            p, w = record_workload(first)
+            pa = analyze(
+                p,
+                topology=topology,
+                shape=shape if p is None else None,
+                params=first["params"],
+                world_size=world,
+                dtype=first.get("dtype"),
+                workload=w,
+                sweep=sweep,
+            )
+        except (ValueError, RecursionError) as e:
+            line = f"{problem} at {shape} on {world} ranks: no bound on {topology.name} ({str(e)[:300]})"
+            out.skipped.append(line)
+            log(line)
+            continue
+        out.analyses[g] = pa
+        reference = next((r for r in members if r["impl"] == "reference"), None)
+        reference_s = _median(reference) if reference else None
+        out.records += [derive(r, pa, reference_s) for r in sorted(members, key=lambda r: r["impl"] != "reference")]
+    return out

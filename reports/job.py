@@ -1,0 +1,195 @@
+"""`pkroof report`: result records and a topology → the bounds, advice and sweeps the pages show → the folder.
+
+Every bound comes from the one analysis (profilers/analysis.py) on records read by profilers/records.py and given
+the model's view by profilers/evaluate.py; nothing here measures, and nothing a results file names is run.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pkroof.profilers.analysis import NeedsDataError, ProblemAnalysis, analyze
+from pkroof.profilers.evaluate import evaluate
+from pkroof.profilers.records import read_files, topology_name
+from pkroof.topology import Topology, resolve
+
+REAL_SHAPE = "llama3-70b-tp8"  # an analytic page's shape where a problem has it, else its first real one
+
+
+def _entry(pa: ProblemAnalysis, *, shape: str, world: int, params: dict[str, Any] | None) -> dict[str, Any]:
+    """One analysed shape of a problem (reports/build.py: bounds[name]["shapes"]), its advice beside its bound."""
+    summary = pa.analysis.to_dict()
+    return {
+        "shape": shape,
+        "world_size": world,
+        "params": params,
+        "summary": summary,
+        "advice": summary["recommendation"],
+    }
+
+
+def _meta(pa: ProblemAnalysis, name: str, command: str | None = None) -> dict[str, Any]:
+    p = pa.problem
+    meta = {"doc": p.summary, "source": p.source} if p else {"doc": f"{name} (a problem file; its workload as traced)"}
+    return meta | ({"command": command} if command else {})
+
+
+def _preferred_shape(problem: Any) -> str:
+    real = [name for name in problem.shapes if name != "small"]
+    return REAL_SHAPE if REAL_SHAPE in real else (real[0] if real else problem.default_shape)
+
+
+def _analytic(topo: Topology) -> tuple[dict[str, ProblemAnalysis], dict[str, str]]:
+    """Every suite problem at a real model's shape on every GPU of `topo`, nothing measured; and each left out,
+    with why (a shape that does not divide, a reference that needs data to trace, torch missing for a trace)."""
+    from pkroof.kernels.catalogue import suite
+
+    out, left_out = {}, {}
+    for problem in suite():
+        shape = _preferred_shape(problem)
+        try:
+            out[problem.name] = analyze(
+                problem, topology=topo, shape=shape, sweep=True, cpu_ranks=False, round_size=True
+            )
+        except NeedsDataError:
+            left_out[problem.name] = "its reference needs data to trace"
+        except ValueError as e:  # the shape does not divide over this many GPUs; or no torch to trace with
+            left_out[problem.name] = f"at {shape}: {e}"
+    return out, left_out
+
+
+def _pages_data(found: list[dict[str, Any]], topo: Topology, log: Callable[[str], None]) -> dict[str, Any]:
+    """The keyword arguments of reports.build.write_report for one topology: measured where there are records
+    (each (shape, world size) bounded and advised at its own parameters), analytic where there are none."""
+    bounds: dict[str, dict[str, Any]] = {}
+    categories, meta, left_out = {}, {}, {}
+    records: list[dict[str, Any]] = []
+    if not found:
+        pages, left_out = _analytic(topo)
+        for name, why in left_out.items():
+            log(f"{name}: left out on {topo.name} ({why})")
+        command = f"pkroof report --topology {topo.name} (analytic: bound and advice, not measured)"
+        for name, pa in pages.items():
+            entry = _entry(pa, shape=pa.shape, world=pa.bound.system.world_size, params=pa.params)
+            bounds[name] = {"sweep": [p.to_dict() for p in pa.analysis.sweep], "shapes": [entry]}
+            categories[name], meta[name] = pa.problem.category, _meta(pa, name, command)
+    else:
+        evaluation = evaluate(found, topo, sweep=True, log=log)
+        records = evaluation.records
+        for (name, shape, _, world), pa in evaluation.analyses.items():
+            page = bounds.setdefault(name, {"sweep": [p.to_dict() for p in pa.analysis.sweep], "shapes": []})
+            page["shapes"].append(_entry(pa, shape=shape, world=world, params=pa.params))
+            categories[name] = pa.problem.category if pa.problem else "user"
+            meta[name] = _meta(pa, name)
+    return {
+        "topology": topo,
+        "records": records,
+        "bounds": bounds,
+        "categories": categories,
+        "problems_meta": meta,
+        "left_out": left_out,
+    }
+
+
+def _left_out_line(topo: Topology, data: dict[str, Any]) -> str:
+    """One log line naming the problems an analytic report left out (the reasons are on its index)."""
+    left_out, pages = data["left_out"], len(data["bounds"])
+    names = ", ".join(left_out)
+    return f"{topo.name}: {len(left_out)} of {len(left_out) + pages} problems left out (reasons on its index): {names}"
+
+
+def _topology(found: list[dict[str, Any]], topology: str | None) -> Topology:
+    """The topology to report `found` against: the one named, else the one the records were measured on (h200x2
+    without records). Records measured on another topology, or on several, are refused: their bounds, predictions
+    and fractions of roofline belong to the node they ran on."""
+    measured_on = sorted({name for r in found if (name := topology_name(r))})
+    if len(measured_on) > 1:
+        several = f"{len(measured_on)} topologies ({', '.join(measured_on)})"
+        raise ValueError(f"the records were measured on {several}: report each one's results separately")
+    if topology is None and measured_on:
+        try:
+            return resolve(measured_on[0])
+        except ValueError:
+            raise ValueError(
+                f"the records were measured on {measured_on[0]!r}, which is not a preset: name its topology file "
+                "(pkroof probe wrote it) with --topology"
+            ) from None
+    topo = resolve(topology or "h200x2")
+    if measured_on and topo.name != measured_on[0]:
+        raise ValueError(
+            f"the records were measured on {measured_on[0]}, not {topo.name}: report them against their own "
+            f"topology (leave out --topology), or run the problems on {topo.name} (pkroof profile)"
+        )
+    return topo
+
+
+def recorded_dir() -> Path:
+    """The results recorded on the 2×H200 node that ship in the package (pkroof/recorded/)."""
+    return Path(str(importlib.resources.files("pkroof") / "recorded"))
+
+
+def _recorded(topology: str | None = None) -> list[Path]:
+    """The shipped results files: what `pkroof report` shows when given no results and no topology."""
+    folder = recorded_dir()
+    if topology is not None or not folder.is_dir():
+        return []
+    return sorted(folder.glob("*.jsonl"))
+
+
+def report(
+    results: list[Path],
+    *,
+    topology: str | None = None,
+    out: Path,
+    fmt: str = "html",
+    log: Callable[[str], None] = print,
+) -> list[Path]:
+    """Render every problem found in the result files against `topology` (default: the one they were measured
+    on); unreadable lines are reported, skipped, but result files without a single record are a ValueError.
+
+    With no result files and no topology: the suite's results recorded on the 2xH200 node. With a topology and no
+    result files: an analytic report, every suite problem's roofline and advice on it, which has nothing to export.
+    """
+    from . import build, frames
+
+    build.check_out(out, replace=fmt == "html")
+    found = read_files(results or _recorded(topology), log)
+    if results and not found:
+        where = "in it" if len(results) == 1 else "in them"
+        raise ValueError(f"{', '.join(map(str, results))}: not one result record {where}; nothing written")
+    topo = _topology(found, topology)
+    if fmt != "html":
+        if not found:
+            raise ValueError(
+                f"nothing measured to export on {topo.name}: name results files (without them the {topo.name} "
+                "report is analytic, html only)"
+            )
+        return [build.write_export(frames.records_frame(evaluate(found, topo, log=log).records), out, fmt)]
+    return build.write_report(out, **_pages_data(found, topo, log))
+
+
+def main_job(out: Path, *, log: Callable[[str], None] = print) -> list[Path]:
+    """`pkroof report` with no arguments: the h200x2 node with the suite's recorded results (analytic where none
+    ship), and an analytic report for every other preset, linked from the index."""
+    from pkroof.topology import PRESETS
+
+    from . import build
+
+    build.check_out(out)
+    recorded = _recorded()
+    if recorded:
+        log("h200x2: the suite's results recorded on the 2xH200 node (" + ", ".join(p.name for p in recorded) + ")")
+    else:
+        log("h200x2: no recorded suite results ship with this version; its pages are analytic")
+    main = _pages_data(read_files(recorded, log), resolve("h200x2"), log)
+    others = {}
+    for name in PRESETS:
+        if name != "h200x2":
+            log(f"{name}: analytic pages")
+            others[name] = _pages_data([], resolve(name), lambda m: None)  # a line per preset, not per problem
+            if others[name]["left_out"]:
+                log(_left_out_line(others[name]["topology"], others[name]))
+    return build.write_report(out, **main, others=others)

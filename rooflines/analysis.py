@@ -1,0 +1,76 @@
+"""The one analysis: a Workload on a System → its Bound (every term, every prediction), its Advice, and the roof
+swept over other sizes or shapes of the same problem. Everything that shows a bound calls this."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .advice import Advice, advise
+from .bound import Bound, bound
+from .export import bound_to_dict
+from .system import System
+from .workload import Workload
+
+SWEEP_SIZES = tuple(4096 * 4**i for i in range(10))  # collectives: 4 KiB … 1 GiB, nccl-tests' convention
+WHOLE_BYTES = 16  # a collective's size is rounded to whole chunks of elements up to this wide (fp8 … 2×fp64)
+
+
+def whole_size(size_bytes: int, world_size: int) -> int:
+    """`size_bytes` rounded down so that every rank gets whole chunks (72 ranks: a 2^k size does not split)."""
+    return size_bytes - size_bytes % (WHOLE_BYTES * world_size)
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    size_bytes: float  # the workload's communication, nccl-tests' convention (0 without any)
+    t_roof_s: float
+    compute_s: float
+    hbm_s: float
+    link_s: float
+    latency_s: float
+    predictions: dict[str, float]  # Prediction.key → t_s
+
+    @classmethod
+    def of(cls, b: Bound) -> SweepPoint:
+        return cls(
+            sum(op.size_bytes for op in b.workload.comm),
+            b.t_roof_s,
+            b.t_compute_s,
+            b.t_hbm_s,
+            b.t_link_s,
+            b.t_latency_s,
+            {p.key: p.t_s for p in b.predictions},
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "size_bytes": self.size_bytes,
+            "t_roof_s": self.t_roof_s,
+            "compute_s": self.compute_s,
+            "hbm_s": self.hbm_s,
+            "link_s": self.link_s,
+            "latency_s": self.latency_s,
+            "predictions": dict(self.predictions),
+        }
+
+
+@dataclass(frozen=True)
+class Analysis:
+    workload: Workload
+    bound: Bound
+    advice: Advice
+    sweep: tuple[SweepPoint, ...] = field(default=())  # ascending size
+
+    def to_dict(self) -> dict[str, Any]:
+        """`pkroof bound --json`'s object (rooflines/export.py)."""
+        return bound_to_dict(self.bound, self.advice)
+
+
+def analyze(workload: Workload, system: System, *, sweep: Iterable[Workload] = ()) -> Analysis:
+    """The workload's bound and advice on `system`, and the bound of each workload in `sweep` (the same problem at
+    other sizes or shapes), sorted by size."""
+    b = bound(workload, system)
+    points = sorted((SweepPoint.of(bound(w, system)) for w in sweep), key=lambda p: p.size_bytes)
+    return Analysis(workload, b, advise(b), tuple(points))
