@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
-from pathlib import Path
 
 import torch
 
@@ -25,8 +23,22 @@ from pkroof.kernels import collectives as c
 from pkroof.kernels import low_latency as ll
 from pkroof.kernels.symm import FLAG_STRIDE, MAX_CTAS
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from emulate_ll import expected  # each collective by its definition
+
+def expected(kind: str, xs: list) -> list:
+    """Every rank's output of `kind` for inputs xs (one per rank), by the collective's definition."""
+    world = len(xs)
+    chunks = [x.reshape(world, -1) for x in xs] if kind in ("reduce-scatter", "all-to-all") else []
+    match kind:
+        case "all-reduce":
+            return [torch.stack(xs).float().sum(0).to(xs[0].dtype)] * world
+        case "all-gather":
+            return [torch.cat([x.reshape(-1) for x in xs])] * world
+        case "reduce-scatter":
+            return [torch.stack([c[r] for c in chunks]).float().sum(0).to(xs[0].dtype) for r in range(world)]
+        case "all-to-all":
+            return [torch.cat([c[r] for c in chunks]) for r in range(world)]
+    raise AssertionError(kind)
+
 
 WORLD, CALLS, SAMPLES = 2, 20, 30
 SIZES = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20]

@@ -13,8 +13,9 @@ import json
 import sys
 from pathlib import Path
 
-from pkroof.profilers.problems import load
-from pkroof.profilers.profile import declared_pair, predict_declared, workload_of
+from pkroof.kernels.catalogue import load
+from pkroof.profilers.analysis import predict_declared, workload_of
+from pkroof.profilers.profile import declared_pair
 from pkroof.rooflines import bound
 from pkroof.rooflines.units import fmt_bytes, fmt_s
 from pkroof.topology import resolve

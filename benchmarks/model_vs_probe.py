@@ -17,9 +17,9 @@ import re
 import sys
 from pathlib import Path
 
-from pkroof.rooflines import Mechanism, Schedule, bound
+from pkroof.rooflines import Collective, Mechanism, Schedule, bound
 from pkroof.rooflines.units import fmt_bytes
-from pkroof.rooflines.workloads import build
+from pkroof.rooflines.workloads import collective
 from pkroof.topology import resolve
 
 PLAIN_LOG = Path(__file__).parent / "data" / "2026-11-30-probe" / "run17-plain.log"
@@ -46,7 +46,7 @@ def main(name: str, plain_log: Path) -> None:
         curve = curves[f"nccl {kind}"]
         errors = []
         for size, measured in zip(curve.x, curve.median_s, strict=True):
-            predicted = bound(build(kind, system.world_size, "bf16", size=int(size)), system)
+            predicted = bound(collective(Collective(kind), system.world_size, "bf16", size=int(size)), system)
             t = predicted.prediction(Mechanism.NCCL, Schedule.SERIAL).t_s
             errors.append((measured - t) / t)
         label = f"nccl {kind}"
@@ -75,7 +75,7 @@ def main(name: str, plain_log: Path) -> None:
                 errors.append(None)
                 continue
             if kind == "all-reduce":
-                w = build(kind, system.world_size, "bf16", size=int(size))
+                w = collective(Collective(kind), system.world_size, "bf16", size=int(size))
                 t = bound(w, system).prediction(Mechanism.NCCL, Schedule.SERIAL).t_s
             else:
                 t = ce.time_s(size)

@@ -91,7 +91,8 @@ def group_of(record: dict[str, Any]) -> Group:
 
 @dataclass
 class Evaluation:
-    records: list[dict[str, Any]] = field(default_factory=list)  # the records kept, each with DERIVED added
+    # the records kept (the latest of each), each with DERIVED added where its group could be bounded
+    records: list[dict[str, Any]] = field(default_factory=list)
     analyses: dict[Group, ProblemAnalysis] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # one line per group left out, and why
 
@@ -123,6 +124,7 @@ def evaluate(
     groups: dict[Group, list[dict[str, Any]]] = {}
     for r in kept:
         groups.setdefault(group_of(r), []).append(r)
+    references: dict[Group, float | None] = {}
     for g, members in groups.items():
         problem, shape, _, world = g
         first = members[0]
@@ -145,6 +147,6 @@ def evaluate(
             continue
         out.analyses[g] = pa
         reference = next((r for r in members if r["impl"] == "reference"), None)
-        reference_s = _median(reference) if reference else None
-        out.records += [derive(r, pa, reference_s) for r in sorted(members, key=lambda r: r["impl"] != "reference")]
+        references[g] = _median(reference) if reference else None
+    out.records = [derive(r, out.analyses[g], references[g]) if (g := group_of(r)) in out.analyses else r for r in kept]
     return out

@@ -4,12 +4,12 @@ import dataclasses
 import math
 
 import pytest
+from builders import COLLECTIVES, NAMES, build
 from conftest import make_system
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pkroof.rooflines import Algorithm, Mechanism, Protocol, Schedule, advise, bound, predict
-from pkroof.rooflines.workloads import BUILTINS, build
 
 S = 2**30
 
@@ -332,11 +332,11 @@ systems = st.builds(
     nccl_peak=st.floats(10e9, 900e9),
     multimem=st.booleans(),
 )
-problems = st.sampled_from(sorted(BUILTINS))
+problems = st.sampled_from(sorted(NAMES))
 
 
 def _workload(name, n, scale):
-    if "size" in BUILTINS[name].defaults:
+    if name in COLLECTIVES:
         return build(name, n, size=n * 2 * 2**scale)
     return build(name, n, m=n * 256 * scale, n=1024 * scale, k=512 * scale)
 

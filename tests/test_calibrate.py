@@ -9,9 +9,9 @@ from typer.testing import CliRunner
 pytest.importorskip("torch")  # the records' workloads are traced from the problems' references
 
 from pkroof.cli import app
+from pkroof.kernels.catalogue import load
+from pkroof.profilers.analysis import workload_of
 from pkroof.profilers.calibrate import handoffs, overlaps
-from pkroof.profilers.problems import load
-from pkroof.profilers.profile import workload_of
 from pkroof.rooflines import Mechanism, Protocol, Schedule, predict
 from pkroof.topology import dump, resolve
 from pkroof.topology import load as load_topology
@@ -37,7 +37,7 @@ def _record(mechanism: str, excess_s: float, *, status: str = "correct", size: i
     record = {
         "problem": "all-reduce", "shape": "small", "params": {"size_bytes": size}, "impl": f"x-{mechanism}-{excess_s}",
         "world_size": 2, "status": status, "mechanism": mechanism, "schedule": "serial", "comm_sms": 128,
-        "median_s": base + excess_s, "comm_bytes": size,
+        "median_s": base + excess_s, "schema": "pkroof.record/2",
     }  # fmt: skip
     return record | ({"protocol": "ll"} if ll else {})
 
@@ -153,7 +153,7 @@ def _fused_record(schedule: str, mechanism: str, excess_s: float, tokens: int = 
     return {
         "problem": "gemm-all-reduce", "shape": f"t{tokens}", "params": params, "impl": f"x-{schedule}-{excess_s}",
         "world_size": 2, "status": kw.get("status", "correct"), "mechanism": mechanism, "schedule": schedule,
-        "comm_sms": comm_sms, "median_s": base + excess_s, "comm_bytes": tokens * 128 * 2,
+        "comm_sms": comm_sms, "median_s": base + excess_s, "schema": "pkroof.record/2",
     }  # fmt: skip
 
 

@@ -63,17 +63,18 @@ def test_bound_json_has_the_documented_keys():
 
 
 def _gemm_rs(k):
+    """M = N = 32768 and K = `k` per rank on hgx-h100-8's 8 ranks: tokens = M, out_features = N, in_features = 8K."""
     return _json(
         "bound",
         "gemm-reduce-scatter",
         "--topology",
         "hgx-h100-8",
         "--param",
-        "m=32768",
+        "tokens=32768",
         "--param",
-        "n=32768",
+        "out_features=32768",
         "--param",
-        f"k={k}",
+        f"in_features={8 * k}",
     )
 
 
@@ -174,7 +175,7 @@ def test_multi_node_world_size_and_nodes():
         (["bound", "all-gather", "--topology", "hgx-h20-8"], "unknown topology 'hgx-h20-8'"),
         (["bound", "all-gather", "--dtype", "fp6"], "unknown dtype 'fp6'"),
         (["bound", "gemm-reduce-scatter", "--param", "q=3"], "has no parameter q"),
-        (["bound", "gemm-reduce-scatter", "--param", "m=1001"], "m=1001 is not divisible by the world size 8"),
+        (["bound", "gemm-reduce-scatter", "-p", "tokens=1001"], "tokens=1001 is not divisible by the world size 8"),
         (["bound", "all-gather", "--size", "1002"], "501 bf16 elements do not split evenly over 8 ranks"),
         (["bound", "all-gather", "--size", "1001", "--dtype", "fp32"], "not a whole number of fp32 elements"),
         (["bound", "all-gather", "--world-size", "1"], "world size must be at least 2"),
@@ -183,19 +184,19 @@ def test_multi_node_world_size_and_nodes():
         (["bound", "all-gather", "--size", "0"], "size '0' must be at least 1 byte"),
         (["bound", "all-gather", "--size", "-4096"], "size '-4096' must be positive"),
         (["bound", "gemm-reduce-scatter", "--size", "1GiB"], "gemm-reduce-scatter has no size"),
-        (["bound", "gemm-reduce-scatter", "--size", "1GiB"], "--param name=value (m, n, k), or --shape NAME"),
+        (["bound", "gemm-reduce-scatter", "--size", "1GiB"], "--param name=value (tokens, in_features, out_features)"),
         (["bound", "all-gather", "--world-size", "0"], "world size must be at least 2, got 0"),
         (["bound", "all-gather", "-n", "-1"], "world size must be at least 2, got -1"),
-        (["advise", "gemm-all-reduce", "-p", "m=0"], "--param m=0: must be a positive integer"),
-        (["bound", "gemm-all-reduce", "-p", "m=-8"], "--param m=-8: must be a positive integer"),
-        (["bound", "gemm-all-reduce", "-p", "k=64KiB"], "k is a count, not a byte size"),
+        (["advise", "gemm-all-reduce", "-p", "tokens=0"], "--param tokens=0: must be a positive integer"),
+        (["bound", "gemm-all-reduce", "-p", "tokens=-8"], "--param tokens=-8: must be a positive integer"),
+        (["bound", "gemm-all-reduce", "-p", "in_features=64KiB"], "in_features is a count, not a byte size"),
         (["bound", "all-reduce", "-p", "size=-8"], "--param size: size '-8' must be positive"),
         # out of place, an all-reduce holds its send and its receive buffer: 2·10^12 B = 1.82 TiB > 140 GiB
         (["bound", "all-reduce", "-t", "h200x2", "--size", "1e12"], "1.82 TiB on each rank, more than one NVIDIA"),
         (["advise", "all-reduce", "-t", "h200x2", "--size", "1e30"], "more than one NVIDIA H200's 140 GiB of HBM"),
         (["bound", "all-reduce", "--size", "1PiB"], "needs 2 PiB on each rank"),
-        # m·n·2 B ≈ 1.6e24 B for the all-reduce alone
-        (["bound", "gemm-all-reduce", "-p", "m=99999999999999999999"], "on each rank, more than one NVIDIA H100"),
+        # tokens·out_features·2 B ≈ 2.6e22 B for the all-reduce alone
+        (["bound", "gemm-all-reduce", "-p", "tokens=99999999999999999999"], "on each rank, more than one NVIDIA H100"),
         (["bound", "gemm-reduce-scatter", "--topology", "dgx-a100-8", "--dtype", "fp8"], "has no fp8 peak"),
         (["advise", "all-reduce", "--param", "size"], "--param takes name=value"),
         (["topology", "show", "/nonexistent/t.json"], "cannot read"),
@@ -235,16 +236,13 @@ def test_no_arguments_prints_help():
     assert "bound" in result.output and "advise" in result.output
 
 
-def test_a_name_both_builtin_and_in_the_suite_takes_either_parameter_set():
-    # gemm-all-reduce is a built-in analytic workload (m, n, k: k the inner dimension per rank) and a suite problem
-    # (tokens, in_features, out_features, as `pkroof profile` and the records name them): at 2 ranks the suite's
-    # in_features=2048 is k = 2048 / 2 per rank, so both spellings give the same roofline
-    pytest.importorskip("torch")
-    common = ["bound", "gemm-all-reduce", "--topology", "h200x2", "-n", "2"]
-    suite = _json(*common, "-p", "tokens=256", "-p", "in_features=2048", "-p", "out_features=1024")
-    builtin = _json(*common, "-p", "m=256", "-p", "n=1024", "-p", "k=1024")
-    assert suite["t_roof_s"] == pytest.approx(builtin["t_roof_s"])
-    assert suite["terms"] == pytest.approx(builtin["terms"])
+def test_a_gemm_problem_takes_its_own_parameters_and_splits_k_over_the_ranks():
+    # gemm-all-reduce at 2 ranks: tokens=256 rows, in_features=2048 split into k = 1024 per rank, out_features=1024
+    out = _json("bound", "gemm-all-reduce", "--topology", "h200x2", "-p", "tokens=256", "-p", "in_features=2048",
+                "-p", "out_features=1024")  # fmt: skip
+    assert out["params"] == {"m": 256, "n": 1024, "k": 1024}
+    assert out["flops"] == 2 * 256 * 1024 * 1024
+    assert out["comm"][0]["size_bytes"] == 256 * 1024 * 2  # the bf16 output, all-reduced
 
 
 def test_small_all_reduce_advice_names_the_ll_protocol_and_its_kernel():

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from pkroof.kernels.catalogue import load, names
 from pkroof.kernels.registry import BUILTIN_IMPLS
-from pkroof.profilers.problems import load, names
 from pkroof.rooflines import Mechanism, Schedule
 
 
@@ -372,8 +372,10 @@ def test_profile_runs_the_small_message_kernels_unasked_only_at_their_sizes(tmp_
     large = {impl for size, impl in ran if size == 64 << 20}
     assert {"reference", "pkroof-one-shot-ll", "pkroof-one-shot-push", "nccl-all-reduce-in-place"} <= small
     assert "pkroof-one-shot-ll" not in large and {"reference", "pkroof-one-shot-push"} <= large
-    # the LL kernel's record says its protocol, and carries the model's LL prediction at the CTAs it declares
-    from pkroof.profilers.problems import load
+    # the LL kernel's record says its protocol and its CTAs; read, it gets the model's LL prediction at them
+    from pkroof.kernels.catalogue import load
+    from pkroof.profilers.analysis import workload_of
+    from pkroof.profilers.evaluate import evaluate
     from pkroof.rooflines import Mechanism, Protocol, Schedule, predict
     from pkroof.topology import resolve
 
@@ -381,8 +383,12 @@ def test_profile_runs_the_small_message_kernels_unasked_only_at_their_sizes(tmp_
     ll, push = by_impl["pkroof-one-shot-ll"], by_impl["pkroof-one-shot-push"]
     assert ll["protocol"] == "ll" and "protocol" not in push
     assert ll["algorithm"] == push["algorithm"] == "one-shot"
-    w = prof.workload_of(load("all-reduce"), 2, {"size_bytes": 256 << 10})
+    assert "predicted_s" not in ll  # records hold measurements only
+    read = {r["impl"]: r for r in evaluate(written[256 << 10], resolve("h200x2"), log=lambda _: None).records}
+    w = workload_of(load("all-reduce"), 2, {"size_bytes": 256 << 10})
     system = resolve("h200x2").system(2)
     expected = predict(w, system, Mechanism.SM_STORE, Schedule.SERIAL, ll["comm_sms"], Protocol.LL).t_s
-    assert ll["predicted_s"] == pytest.approx(expected)
-    assert ll["predicted_s"] != pytest.approx(predict(w, system, Mechanism.SM_STORE, Schedule.SERIAL, 128).t_s)
+    assert read["pkroof-one-shot-ll"]["predicted_s"] == pytest.approx(expected)
+    assert read["pkroof-one-shot-ll"]["predicted_s"] != pytest.approx(
+        predict(w, system, Mechanism.SM_STORE, Schedule.SERIAL, 128).t_s
+    )

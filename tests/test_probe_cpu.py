@@ -16,7 +16,6 @@ from pkroof.topology.from_probe import build_topology, fit_curves
 from pkroof.topology.probe import ProbeError, spawn
 
 DATA = Path(__file__).parent / "data" / "h200x2"
-BENCHMARKS = Path(__file__).parents[1] / "benchmarks"
 RECORDED = load(DATA / "probe-2026-11-30.json")  # a full probe of the 2×H200 node
 CURVES = {c.name: c for c in RECORDED.probe.curves}
 
@@ -428,18 +427,6 @@ def test_every_rank_the_launcher_starts_keeps_nvlink_multicast_off_whatever_the_
     assert launch.run_ranks(spawn_targets.multicast_env, 2, timeout_s=120) == [off, off]
 
 
-@pytest.mark.parametrize("script", sorted(BENCHMARKS.glob("*.py")), ids=lambda p: p.name)
-def test_every_benchmark_that_starts_gpu_ranks_switches_multicast_off_before_torch(script):
-    # a script that starts NCCL or symmetric memory must force NVLS and multicast off before torch is imported:
-    # pkroof's keep_multicast_off(), or (the scripts that use no pkroof code) all three variables by hand
-    text = script.read_text()
-    if not any(word in text for word in ("init_process_group", "mp.spawn", "_symmetric_memory")):
-        return
-    before_torch = text[: text.index("\nimport torch")]
-    keys = ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
-    assert "keep_multicast_off()" in before_torch or all(k in before_torch for k in keys), script.name
-
-
 def test_only_the_probes_allow_multicast_flag_leaves_the_nvls_variables_alone(monkeypatch):
     import os
 
@@ -510,8 +497,7 @@ def test_refit_of_a_multi_node_probe_counts_every_rank():
     1 rank per node, a ring all-reduce of S would put 0 bytes on the link and no line could be fitted)."""
     from pkroof.topology.from_probe import refit
 
-    path = Path(__file__).parents[1] / "benchmarks" / "data" / "2026-11-30-probe" / "run17-rehearsal.json"
-    rehearsal = load(path)
+    rehearsal = load(DATA / "probe-rehearsal-2nodes.json")  # benchmarks/device_run_rehearsal.sh on 2026-11-30
     assert (rehearsal.nodes, rehearsal.gpus_per_node) == (2, 1)
     again = refit(rehearsal)
     ar = next(c for c in again.probe.curves if c.name == "nccl all-reduce")

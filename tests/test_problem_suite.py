@@ -7,7 +7,7 @@ torch = pytest.importorskip("torch")
 from typer.testing import CliRunner  # noqa: E402
 
 from pkroof.cli import app  # noqa: E402
-from pkroof.profilers.problems import CATEGORIES, suite  # noqa: E402
+from pkroof.kernels.catalogue import CATEGORIES, suite  # noqa: E402
 from pkroof.profilers.trace import trace_on_meta  # noqa: E402
 
 SUITE = suite()
@@ -33,7 +33,7 @@ def test_pkroof_problems_lists_the_suite():
 def test_traced_workload_matches_the_hand_written_one(problem, world):
     shape = "llama3-70b-tp8" if "llama3-70b-tp8" in problem.shapes else "small"
     params = problem.params(shape)
-    written = problem.module.workload(world, **params)
+    written = problem.workload(world, params)
     traced = trace_on_meta(problem, world, params)
     comm = [(c.kind, c.size_bytes, c.group_size) for c in traced.comm]
     assert comm == [(c.kind, c.size_bytes, c.group_size) for c in written.comm]
@@ -130,15 +130,15 @@ def test_dtype_applies_to_suite_problems_or_is_refused_in_one_line():
     assert "unknown dtype 'fp64'" in _one_line_error("bound", "all-reduce-rmsnorm", "--dtype", "fp64")
 
 
-def test_suite_parameters_of_a_builtin_name_start_from_its_documented_default_shape():
-    # README: the built-in GEMMs default to Llama-3-70B's MLP at TP=8 on 8192 tokens; the suite's spelling of it is
-    # llama3-70b-tp8 (tokens=8192, in_features=28672, out_features=8192): k = 28672 / 8 per rank, n = 8192
+def test_parameters_start_from_the_default_shape_and_are_the_problems_own():
+    # gemm-reduce-scatter's default ("small") shape: tokens=64, in_features=256, out_features=128; -p changes tokens
+    # only: m = tokens, n = out_features, k = in_features / 8 per rank on hgx-h100-8's 8 ranks
     out = _bound_json("gemm-reduce-scatter", "-p", "tokens=4096")
-    assert out["params"] == {"m": 4096, "n": 8192, "k": 28672 // 8}
-    err = _one_line_error("bound", "gemm-reduce-scatter", "-p", "x=5")
-    assert "no parameter x" in err and "m, n, k" in err and "tokens, in_features, out_features" in err
-    err = _one_line_error("bound", "gemm-reduce-scatter", "-p", "tokens=4096", "-p", "m=5")
-    assert "not a mix" in err
+    assert out["params"] == {"m": 4096, "n": 128, "k": 256 // 8}
+    err = _one_line_error("bound", "gemm-reduce-scatter", "-p", "m=5")
+    assert "has no parameter m" in err and "tokens, in_features, out_features" in err
+    err = _one_line_error("bound", "gemm-reduce-scatter", "-p", "tokens=4096", "-p", "tokens=5")
+    assert "tokens is given twice" in err
 
 
 def test_a_user_problem_whose_code_raises_is_one_line_naming_the_file_and_function(tmp_path):
@@ -161,21 +161,25 @@ def test_a_user_problem_whose_code_raises_is_one_line_naming_the_file_and_functi
 
 
 def test_analytic_workloads_on_72_ranks_round_collective_sizes_and_say_why_a_shape_is_left_out():
-    from pkroof.profilers.analysis import cheap_workload, sweep
-    from pkroof.topology import resolve
+    from pkroof.profilers.analysis import NeedsDataError, analyze
 
-    by_name = {p.name: p for p in SUITE}
-    world = 72
+    def cheap(name, shape, world=72, **kw):
+        return analyze(name, topology="gb200-nvl72", shape=shape, world_size=world, cpu_ranks=False, **kw)
+
     # 8192 × 8192 bf16 gathered over 72 ranks: rounded down to whole chunks of 16 B per rank
     size = 8192 * 8192 * 2
-    w = cheap_workload(by_name["all-gather"], world, by_name["all-gather"].params("llama3-70b-tp8-activation"))
-    assert w.params == {"size": size - size % (16 * world)} and w.comm[0].size_bytes == size - size % (16 * world)
+    a = cheap("all-gather", "llama3-70b-tp8-activation", round_size=True)
+    assert a.params["size_bytes"] == size - size % (16 * 72)
+    assert a.analysis.workload.comm[0].size_bytes == size - size % (16 * 72)
+    with pytest.raises(ValueError, match="not split evenly"):  # without rounding: refused
+        cheap("all-gather", "llama3-70b-tp8-activation")
     with pytest.raises(ValueError, match="in_features=28672 is not divisible by the world size 72"):
-        cheap_workload(by_name["gemm-all-reduce"], world, by_name["gemm-all-reduce"].params("llama3-70b-tp8"))
+        cheap("gemm-all-reduce", "llama3-70b-tp8", round_size=True)
     # a traced problem's shape error is its own reason, not "needs data to trace"
     with pytest.raises(ValueError, match="seq=32768 is not divisible by the world size 72"):
-        cheap_workload(by_name["ring-attention"], world, by_name["ring-attention"].params("llama3-70b-32k"))
-    assert cheap_workload(by_name["moe-dispatch"], 8, by_name["moe-dispatch"].params()) is None  # needs data
-    system = resolve("gb200-nvl72").system(world)
-    points = sweep(by_name["reduce-scatter"], by_name["reduce-scatter"].params(), world, system)
+        cheap("ring-attention", "llama3-70b-32k", round_size=True)
+    with pytest.raises(NeedsDataError):
+        cheap("moe-dispatch", None, world=8)
+    points = cheap("reduce-scatter", None, round_size=True, sweep=True).analysis.sweep
     assert len(points) == 10  # 4 KiB … 1 GiB, every size rounded to split over 72 ranks
+    assert all(pt.size_bytes % (16 * 72) == 0 for pt in points)

@@ -9,8 +9,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from pkroof.kernels.catalogue import load  # noqa: E402
 from pkroof.profilers import records  # noqa: E402
-from pkroof.profilers.problems import load  # noqa: E402
+from pkroof.profilers.evaluate import evaluate  # noqa: E402
 from pkroof.profilers.profile import profile  # noqa: E402
 from pkroof.profilers.trace import trace, trace_on_meta  # noqa: E402
 from pkroof.rooflines import Collective  # noqa: E402
@@ -18,6 +19,13 @@ from pkroof.rooflines import Collective  # noqa: E402
 DATA = Path(__file__).parent / "data" / "problems"
 PROBLEM = str(DATA / "user_gemm_all_reduce.py")
 IMPLS = str(DATA / "impls.py")
+
+
+def _read(written):
+    """The records as a reader sees them: with the model's fields computed on h200x2 (profilers/evaluate.py)."""
+    from pkroof.topology import resolve
+
+    return evaluate(written, resolve("h200x2"), log=lambda _: None).records
 
 
 def _run(tmp_path, impls, **kw):
@@ -110,7 +118,7 @@ def test_bad_problem_files_are_one_line_errors(tmp_path):
         '"""no reference here"""\nCATEGORY = "collective"\nSOURCE = "x"\nSHAPES = {"small": {}}\n'
         "def inputs(rank, world_size, *, seed, device):\n    return ()\n"
     )
-    with pytest.raises(ValueError, match="lacks `reference`"):
+    with pytest.raises(ValueError, match="has no function `reference`"):
         load(str(bad))
     with pytest.raises(ValueError, match="no shape 'huge'"):
         load(PROBLEM).params("huge")
@@ -173,17 +181,19 @@ def test_declared_pairs_get_the_models_prediction_beside_them(tmp_path):
     ref, mine = written
     assert (ref["mechanism"], ref["schedule"]) == ("nccl", "serial")  # PyTorch + NCCL is the serial baseline
     assert (mine["mechanism"], mine["schedule"]) == ("sm-store", "inter-sm")
-    assert mine["predicted_s"] > 0 and mine["predicted_s"] >= mine["t_roof_s"]  # no prediction beats the roof
-    assert "prediction_error" not in mine  # CPU times are not GPU times: no error is claimed for them
+    assert "predicted_s" not in mine and "t_roof_s" not in mine  # a record holds what was measured
+    _, read = _read(written)
+    assert read["predicted_s"] > 0 and read["predicted_s"] >= read["t_roof_s"]  # no prediction beats the roof
+    assert read["prediction_error"] is None  # CPU times are not GPU times: no error is claimed for them
 
 
 def test_an_implementation_that_reports_its_comm_sms_is_predicted_at_that_count(tmp_path):
-    from pkroof.profilers.profile import workload_of
+    from pkroof.profilers.analysis import workload_of
     from pkroof.rooflines import Mechanism, Schedule, predict
     from pkroof.topology import resolve
 
     written, _ = _run(tmp_path, ["declared_pair", "reports_comm_sms"])
-    declared_8, reported_12 = written[1], written[2]
+    declared_8, reported_12 = _read(written)[1:]
     assert declared_8["comm_sms"] == 8 and reported_12["comm_sms"] == 12  # the call's word beats the declaration
     w = workload_of(load(PROBLEM), 2, reported_12["params"])
     system = resolve("h200x2").system(2)
@@ -192,20 +202,30 @@ def test_an_implementation_that_reports_its_comm_sms_is_predicted_at_that_count(
     assert declared_8["predicted_s"] == pytest.approx(at[8]) and reported_12["predicted_s"] == pytest.approx(at[12])
 
 
-def test_finish_derives_fraction_speedup_and_model_error():
+def test_finish_keeps_measurements_and_reading_derives_fraction_speedup_and_model_error():
+    from pkroof.profilers.analysis import analyze
+    from pkroof.profilers.evaluate import derive
     from pkroof.profilers.run import finish
+    from pkroof.rooflines import Mechanism, Schedule, predict
 
     result = {
-        "status": "correct",
-        "timing": {"mode": "graph", "samples_s": [1.0e-3] * 9 + [5e-3]},
-        "predicted_s": 0.8e-3,
-    }
-    r = finish(result, t_roof_s=0.5e-3, link_bytes=2**20, reference_s=2e-3, backend="nccl", topology="h200x2")
+        "problem": "all-reduce", "shape": "small", "params": {"size_bytes": 2**20}, "impl": "mine", "world_size": 2,
+        "status": "correct", "timing": {"mode": "graph", "samples_s": [1.0e-3] * 9 + [5e-3]},
+        "mechanism": "sm-store", "schedule": "serial", "comm_sms": 128,
+    }  # fmt: skip
+    r = finish(result, backend="nccl")
     assert r["median_s"] == 1.0e-3  # the slow outlier moves the p90, not the median
-    assert r["fraction_of_roofline"] == pytest.approx(0.5e-3 / 1.0e-3)
-    assert r["speedup_vs_reference"] == pytest.approx(2.0)
-    assert r["achieved_link_Bps"] == pytest.approx(2**20 / 1.0e-3)
-    assert r["prediction_error"] == pytest.approx((1.0e-3 - 0.8e-3) / 0.8e-3)  # measured 25% slower than predicted
+    assert not {"t_roof_s", "fraction_of_roofline", "predicted_s", "speedup_vs_reference"} & set(r)
+    pa = analyze("all-reduce", topology="h200x2", params={"size_bytes": 2**20}, world_size=2)
+    b = pa.bound
+    predicted = predict(b.workload, b.system, Mechanism.SM_STORE, Schedule.SERIAL, 128).t_s  # the declared pair
+    read = derive(r, pa, reference_s=2e-3)
+    assert read["t_roof_s"] == b.t_roof_s and read["comm_bytes"] == 2**20
+    assert read["fraction_of_roofline"] == pytest.approx(b.t_roof_s / 1.0e-3)
+    assert read["speedup_vs_reference"] == pytest.approx(2e-3 / 1.0e-3)
+    assert read["achieved_link_Bps"] == pytest.approx(b.link_bytes_per_rank / 1.0e-3)
+    assert read["predicted_s"] == pytest.approx(predicted)
+    assert read["prediction_error"] == pytest.approx((1.0e-3 - predicted) / predicted)
 
 
 def test_graph_samples_hold_enough_back_to_back_calls():

@@ -97,7 +97,7 @@ def test_a_record_after_a_line_cut_mid_write_gets_a_line_of_its_own(tmp_path):
     records.append(path, first | {"impl": "mine"})
     stored, unreadable = records.read(path)
     assert [r["impl"] for r in stored] == ["reference", "mine"]
-    assert unreadable == [f"{path}:2: skipped, not a record (JSONDecodeError)"]
+    assert len(unreadable) == 1 and unreadable[0].startswith(f"{path}:2: skipped, not a record (JSONDecodeError")
     assert path.read_text().endswith("\n")
 
 

@@ -26,21 +26,33 @@ NO_TORCH = (
 )
 
 
+def _traced() -> dict:
+    """The user problem's workload at its small shape on 2 ranks, as pkroof profile stores it with its records."""
+    from pkroof.kernels.catalogue import load
+    from pkroof.profilers.trace import trace_on_meta
+    from pkroof.rooflines.workload import workload_to_dict
+
+    return workload_to_dict(trace_on_meta(load(PROBLEM), 2, {"m": 64, "n": 32, "k": 16}))
+
+
+WORKLOAD = _traced()
+
+
 def _record(impl, status, median=None, host="node-1"):
     r = {
-        "schema": "pkroof.record/1",
+        "schema": "pkroof.record/2",
         "problem": PROBLEM,
         "shape": "small",
         "params": {"m": 64, "n": 32, "k": 16},
         "impl": impl,
         "world_size": 2,
         "status": status,
-        "t_roof_s": 1.4e-6,
-        "comm_bytes": 64 * 32 * 4,
+        "topology": {"name": "h200x2"},
+        "workload": WORKLOAD,
         "environment": {"host": host, "backend": "nccl", "gpu": "NVIDIA H200", "torch": "2.11"},
     }
     if median:
-        r |= {"median_s": median, "p10_s": median * 0.9, "p90_s": median * 1.1, "fraction_of_roofline": 1.4e-6 / median}
+        r |= {"median_s": median, "p10_s": median * 0.9, "p90_s": median * 1.1}
     return r
 
 
@@ -94,7 +106,7 @@ def test_without_results_the_report_is_analytic_for_the_topology(tmp_path):
 
 
 def test_an_analytic_report_names_each_problem_left_out_with_the_real_reason(tmp_path):
-    from pkroof.profilers.problems import load, suite
+    from pkroof.kernels.catalogue import load, suite
 
     out = tmp_path / "nvl72"
     result = CliRunner().invoke(app, ["report", "--topology", "gb200-nvl72", "--out", str(out)])
@@ -130,7 +142,7 @@ def test_report_run_without_gpus_is_one_line_and_exit_1(tmp_path, monkeypatch):
 
 
 def test_recorded_results_render_without_torch(tmp_path):
-    """The profiler stores each problem's analysis with its reference, so a laptop without torch can report."""
+    """A traced problem's records carry its workload (not the model's output), so a laptop without torch can report."""
     import subprocess
     import sys
 
@@ -149,10 +161,12 @@ def test_recorded_results_render_without_torch(tmp_path):
         log=lambda m: None,
     )
     stored = json.loads((tmp_path / "res" / "results.jsonl").read_text().splitlines()[0])
-    assert stored["analysis"]["bound"]["summary"]["t_roof_s"] == pytest.approx(stored["t_roof_s"])
+    assert stored["workload"]["comm"][0]["kind"] == "all-reduce"  # the traced workload: the file's fp32 m × n output
+    assert stored["workload"]["comm"][0]["size_bytes"] == 64 * 32 * 4
+    assert not {"analysis", "t_roof_s", "predicted_s", "fraction_of_roofline"} & set(stored)
     code = (
         NO_TORCH + "from pathlib import Path\n"
-        "from pkroof.report import report\n"
+        "from pkroof.reports.job import report\n"
         f"results = Path({str(tmp_path / 'res' / 'results.jsonl')!r})\n"
         f"report([results], topology='h200x2', out=Path({str(tmp_path / 'r')!r}))\n"
         "print('torch' in sys.modules)\n"
@@ -183,7 +197,7 @@ def test_the_main_job_renders_h200x2_and_every_other_preset(tmp_path):
     assert 'src="../../plotly.min.js"' in sub
     assert 'href="presets/hgx-b200-8/index.html"' in (out / "index.html").read_text()
     _links_resolve(out)
-    from pkroof.profilers.problems import suite
+    from pkroof.kernels.catalogue import suite
 
     for name in PRESETS:  # every suite problem has a page on each preset, or is named there with its reason
         folder = out if name == "h200x2" else out / "presets" / name
@@ -196,14 +210,15 @@ def test_the_main_job_renders_h200x2_and_every_other_preset(tmp_path):
 
 
 def test_each_index_row_is_advised_at_its_own_size_when_computed_from_the_records(tmp_path):
-    """Records without a stored analysis: the report traces each (shape, world size) at its own parameters."""
+    """The report bounds each (shape, world size) at its own parameters."""
     from pkroof.topology import preset
 
     sizes = (256 << 10, 1 << 30)
     lines = []
     for size in sizes:
         r = _record("reference", "correct", 1e-3) | {"problem": "all-reduce", "shape": f"small size={size}"}
-        lines.append(r | {"params": {"size_bytes": size}, "environment": {"topology": "h200x2"}})
+        del r["workload"]  # a suite problem with a hand-written workload: the catalogue rebuilds it
+        lines.append(r | {"params": {"size_bytes": size}})
     results = tmp_path / "results.jsonl"
     results.write_text("".join(json.dumps(r) + "\n" for r in lines))
     out = tmp_path / "r"
@@ -231,14 +246,46 @@ def test_the_main_job_runs_without_torch(tmp_path):
         NO_TORCH + "import importlib.util\n"
         "importlib.util.find_spec = lambda name, *a: None if name == 'torch' else _find(name, *a)\n"
         "from pathlib import Path\n"
-        "from pkroof.report import main_job\n"
+        "from pkroof.reports.job import main_job\n"
         f"main_job(Path({str(tmp_path / 'm')!r}), log=print)\n"
     )
     code = code.replace("import importlib.util\n", "import importlib.util\n_find = importlib.util.find_spec\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    # the shipped records carry each reference's page analysis, so no problem needs torch to be traced
+    # the shipped records of traced problems carry their workloads, so no problem needs torch to be traced
     assert "results recorded on the 2xH200 node" in done.stdout
     pages = {p.name for p in (tmp_path / "m").glob("problem-*.html")}
     assert "problem-gemm-reduce-scatter.html" in pages and "problem-all-reduce.html" in pages
     _links_resolve(tmp_path / "m")
+
+
+def test_a_results_file_never_runs_the_problem_file_it_names(tmp_path):
+    """A record names a .py problem that would write a file when imported: report, export and calibrate read the
+    record, say in one line that it has no workload to bound it by, and never import the file."""
+    planted = tmp_path / "planted.py"
+    marker = tmp_path / "it-ran"
+    planted.write_text(
+        f"open({str(marker)!r}, 'w').write('ran')\n"
+        "def inputs(rank, world_size, *, seed, device, n=4):\n    return ()\n"
+        "def reference(*inputs):\n    return ()\n"
+    )
+    record = _record("reference", "correct", 1e-5) | {"problem": str(planted), "params": {"n": 4}}
+    del record["workload"]
+    results = tmp_path / "results.jsonl"
+    results.write_text(json.dumps(record) + "\n" + json.dumps(record | {"impl": "other.py:f"}) + "\n")
+    for args in (
+        ["report", str(results), "--out", str(tmp_path / "r")],
+        ["report", str(results), "--format", "csv", "--out", str(tmp_path / "csv")],
+    ):
+        done = CliRunner().invoke(app, args)
+        assert done.exit_code == 0, done.output
+        assert "never runs a file named in a results file" in done.output
+        assert not marker.exists()
+    csv = (tmp_path / "csv" / "results.csv").read_text()
+    assert csv.count("planted.py") == 2  # what was measured is exported all the same, without the model's columns
+    topo = tmp_path / "node.json"
+    from pkroof.topology import dump, resolve
+
+    dump(resolve("h200x2"), topo)
+    CliRunner().invoke(app, ["topology", "calibrate", str(topo), str(results)])
+    assert not marker.exists()

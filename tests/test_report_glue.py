@@ -1,4 +1,4 @@
-"""pkroof/report.py from fixed records, no torch: each index row advised at its own shape and world size, exports
+"""reports/job.py from fixed records, no torch: each index row advised at its own shape and world size, exports
 of what the report shows, and user errors as one line with nothing written."""
 
 import html
@@ -10,20 +10,20 @@ import pytest
 
 pytest.importorskip("plotly")
 
+from builders import build
 from typer.testing import CliRunner
 
 from pkroof.cli import app
-from pkroof.report import RECORDED
+from pkroof.reports.job import recorded_dir
 from pkroof.rooflines import advise, bound
 from pkroof.rooflines.export import bound_to_dict
-from pkroof.rooflines.workloads import build
 from pkroof.topology import preset
 
 KiB, GiB = 1 << 10, 1 << 30
 
 
 def _analysis(size: int, world: int, topology: str) -> dict:
-    """What the profiler stores with a reference: the bound and advice at this record's own size and ranks."""
+    """The bound and advice at this record's own size and ranks, as the report must compute them."""
     b = bound(build("all-reduce", world, "bf16", size=size), preset(topology).system(world))
     summary = bound_to_dict(b, advise(b))
     meta = {"doc": "All-reduce of one bf16 tensor", "source": "test"}
@@ -34,23 +34,21 @@ def _analysis(size: int, world: int, topology: str) -> dict:
 
 
 def _record(size: int, world: int, topology: str, impl: str = "reference") -> dict:
+    """A record as pkroof profile writes it: what was measured (a median 1.5x the advice's prediction), nothing of the
+    model's."""
     a = _analysis(size, world, topology)
-    median = 1.5 * a["advice"]["t_s"]
-    record = {
-        "schema": "pkroof.record/1",
+    return {
+        "schema": "pkroof.record/2",
         "problem": "all-reduce",
         "shape": f"small size={size}",
         "params": {"size_bytes": size},
         "impl": impl,
         "world_size": world,
         "status": "correct",
-        "t_roof_s": a["bound"]["summary"]["t_roof_s"],
-        "median_s": median,
-        "fraction_of_roofline": a["bound"]["summary"]["t_roof_s"] / median,
-        "comm_bytes": size,
-        "environment": {"topology": topology, "gpu": "NVIDIA H100", "host": "node-1"},
+        "median_s": 1.5 * a["advice"]["t_s"],
+        "topology": {"name": topology},
+        "environment": {"gpu": "NVIDIA H100", "host": "node-1", "backend": "nccl"},
     }
-    return record | ({"analysis": a} if impl == "reference" else {})
 
 
 def _write(path: Path, records: list[dict]) -> Path:
@@ -76,7 +74,7 @@ def test_each_index_row_is_advised_at_its_own_size_and_world_size(tmp_path):
     """Regression: one problem's advice was shown on every one of its rows (a 1 GiB all-reduce "predicted" at µs)."""
     rows = [(256 * KiB, 2), (GiB, 2), (GiB, 8)]  # two sizes; one size at two world sizes (same shape label)
     records = [_record(size, world, "hgx-h100-8") for size, world in rows]
-    records += [_record(GiB, 2, "hgx-h100-8", impl="custom")]  # no analysis of its own: its row's reference's
+    records += [_record(GiB, 2, "hgx-h100-8", impl="custom")]  # another implementation of one row
     results = _write(tmp_path / "results.jsonl", records)
     done = CliRunner().invoke(app, ["report", str(results), "--out", str(tmp_path / "r")])
     assert done.exit_code == 0, done.output
@@ -125,7 +123,7 @@ def test_a_topology_other_than_the_records_own_is_refused(tmp_path):
     mixed = _write(tmp_path / "mixed.jsonl", [_record(GiB, 2, "h200x2"), _record(GiB, 2, "hgx-h100-8")])
     both = CliRunner().invoke(app, ["report", str(mixed), "--out", str(tmp_path / "m")])
     assert both.exit_code == 2 and "2 topologies (h200x2, hgx-h100-8)" in both.stderr and not (tmp_path / "m").exists()
-    probed = _write(tmp_path / "probed.jsonl", [_record(GiB, 2, "h200x2") | {"environment": {"topology": "my-node"}}])
+    probed = _write(tmp_path / "probed.jsonl", [_record(GiB, 2, "h200x2") | {"topology": {"name": "my-node"}}])
     unnamed = CliRunner().invoke(app, ["report", str(probed), "--out", str(tmp_path / "p")])
     assert unnamed.exit_code == 2 and "'my-node', which is not a preset" in unnamed.stderr
 
@@ -154,7 +152,7 @@ def test_an_out_that_is_a_file_is_one_line_and_exit_2(tmp_path):
 
 
 def test_exports_without_results_are_the_shipped_records_the_report_shows(tmp_path):
-    shipped = [json.loads(line) for p in sorted(RECORDED.glob("*.jsonl")) for line in p.read_text().splitlines()]
+    shipped = [json.loads(line) for p in sorted(recorded_dir().glob("*.jsonl")) for line in p.read_text().splitlines()]
     assert len(shipped) > 1
     done = CliRunner().invoke(app, ["report", "--format", "csv", "--out", str(tmp_path / "csv")])
     assert done.exit_code == 0, done.output

@@ -23,11 +23,9 @@ def test_memory_is_not_called_hbm_for_a_gddr_gpu():
 
 
 def test_advise_marks_only_the_built_ins_that_run_the_recommended_algorithm():
-    import pytest
+    from builders import build
 
-    pytest.importorskip("triton")  # the kernels declare their pair in code that imports triton
     from pkroof.rooflines import advise, bound
-    from pkroof.rooflines.workloads import build
     from pkroof.show import builtin_kernels_text
 
     # 256 KiB on 2 ranks: the model prefers LL (no flag step; README), and on 2 ranks a one-shot all-reduce sends S

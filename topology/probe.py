@@ -144,7 +144,7 @@ def _pair_flags(pairs: dict[str, float]) -> list[str]:
 def _measure_spawned(
     nvml: object, chosen: list[int], plan: object, quick: bool, log: Callable[[str], None]
 ) -> tuple[dict, Discovery]:
-    from .probe_plan import run_rank
+    from .probe_rank import run_rank
 
     start = time.monotonic()
     found: list[Discovery] = []

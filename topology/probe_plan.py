@@ -1,4 +1,4 @@
-"""What the probe measures (sizes, CTA counts, samples), and the spawn target that starts one rank.
+"""What the probe measures: sizes, CTA counts, samples, and which GPU pairs meet in which round.
 
 Torch-free on purpose: the parent process imports this, never torch, so it starts quickly.
 """
@@ -74,10 +74,3 @@ def pair_rounds(n: int) -> list[list[tuple[int, int]]]:
         rounds.append([(min(a, b), max(a, b)) for a, b in pairs if a is not None and b is not None])
         slots = [slots[0], slots[-1], *slots[1:-1]]
     return rounds
-
-
-def run_rank(*args: object) -> None:
-    """Spawn target: import the torch side only inside the child process."""
-    from .probe_worker import run
-
-    run(*args)

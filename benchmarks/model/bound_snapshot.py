@@ -92,10 +92,12 @@ def main() -> None:
     parser.add_argument("file", type=Path)
     parser.add_argument("--limit", type=float, default=60.0, help="seconds a case may take")
     parser.add_argument("--ignore", action="append", default=[], help="a JSON key to leave out (repeat)")
+    parser.add_argument("--cases", type=Path, help="save these cases (a JSON list of argument lists) instead")
     a = parser.parse_args()
     if a.mode == "save":
+        cases = json.loads(a.cases.read_text()) if a.cases else _cases()
         with a.file.open("w") as f:
-            for args in _cases():
+            for args in cases:
                 row = _run(args, a.limit)
                 f.write(json.dumps(row, sort_keys=True) + "\n")
                 f.flush()

@@ -1,5 +1,6 @@
 """Row-parallel GEMM + reduce-scatter to the sequence-parallel output. From NVIDIA/Megatron-LM megatron/core/tensor_parallel/layers.py::RowParallelLinear."""
 
+from pkroof.kernels.problems._collectives import reduce_scatter_tensor
 from pkroof.kernels.problems._shapes import per_rank
 from pkroof.rooflines.workloads import gemm_reduce_scatter
 
@@ -38,7 +39,7 @@ def reference(a, b):
 
     partial = a @ b
     out = partial.new_empty(partial.shape[0] // dist.get_world_size(), partial.shape[1])
-    dist.reduce_scatter_tensor(out, partial)
+    reduce_scatter_tensor(out, partial)
     return out
 
 

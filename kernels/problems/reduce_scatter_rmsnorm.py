@@ -1,5 +1,6 @@
 """Reduce-scatter + residual add + RMSNorm on the token shard (SP). From NVIDIA/Megatron-LM megatron/core/transformer/transformer_layer.py::TransformerLayer."""
 
+from pkroof.kernels.problems._collectives import reduce_scatter_tensor
 from pkroof.kernels.problems._shapes import per_rank
 
 CATEGORY = "tp-norm"
@@ -37,10 +38,9 @@ def inputs(rank, world_size, *, seed, device, tokens, hidden):
 def reference(partial, residual, gamma):
     """(normed, new residual), both [tokens/P, hidden] bf16; the add is bf16 (bias_dropout_add), the norm fp32."""
     import torch
-    import torch.distributed as dist
 
     reduced = residual.new_empty(residual.shape)
-    dist.reduce_scatter_tensor(reduced, partial)
+    reduce_scatter_tensor(reduced, partial)
     h = reduced + residual
     hf = h.float()
     normed = hf * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + EPS) * gamma.float()  # as Transformer Engine's RMSNorm

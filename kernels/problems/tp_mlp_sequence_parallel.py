@@ -1,5 +1,6 @@
 """Megatron MLP block, TP with sequence parallelism: all-gather, gate+up GEMM, SwiGLU, down GEMM, reduce-scatter. From NVIDIA/Megatron-LM megatron/core/transformer/mlp.py::MLP."""
 
+from pkroof.kernels.problems._collectives import all_gather_into_tensor, reduce_scatter_tensor
 from pkroof.kernels.problems._shapes import per_rank
 
 CATEGORY = "tp-gemm"
@@ -39,9 +40,9 @@ def reference(x_shard, w_fc1, w_fc2):
 
     world_size = dist.get_world_size()
     x = x_shard.new_empty(x_shard.shape[0] * world_size, x_shard.shape[1])
-    dist.all_gather_into_tensor(x, x_shard)
+    all_gather_into_tensor(x, x_shard)
     gate, up = torch.chunk(x @ w_fc1, 2, dim=-1)  # Megatron's glu(): first half gates the second
     partial = (torch.nn.functional.silu(gate) * up) @ w_fc2  # [tokens, hidden], this rank's share of the sum
     out = partial.new_empty(x_shard.shape)
-    dist.reduce_scatter_tensor(out, partial)
+    reduce_scatter_tensor(out, partial)
     return out
