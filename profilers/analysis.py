@@ -38,6 +38,14 @@ class NeedsDataError(ValueError):
     """The reference's control flow needs values (MoE splits, `.item()`), and the caller allowed no CPU ranks."""
 
 
+def has_torch() -> bool:
+    """Whether torch can be imported here (without importing it)."""
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _check_dtype(dtype: str | None) -> None:
     if dtype is not None and dtype not in DTYPE_BYTES:
         raise ValueError(f"unknown dtype {dtype!r} (one of: {', '.join(DTYPE_BYTES)})")
@@ -66,7 +74,7 @@ def workload_of(
     _check_dtype(dtype)
     if problem.has_workload and (dtype is None or problem.workload_takes_dtype):
         return _hand_written(problem, world_size, params, dtype)
-    if importlib.util.find_spec("torch") is None:
+    if not has_torch():
         raise _torch_missing(problem)
     from .trace import NEEDS_DATA, input_dtype, trace, trace_on_meta
 
@@ -103,7 +111,7 @@ def _sweep(problem: Problem, params: dict[str, Any], world_size: int, dtype: str
         variants = [params | {"size_bytes": s} for s in SWEEP_SIZES]
     else:
         variants = [problem.params(name) for name in problem.shapes]
-    can_trace = importlib.util.find_spec("torch") is not None
+    can_trace = has_torch()
     out = []
     for p in variants:
         if not (problem.has_workload or can_trace):

@@ -82,11 +82,23 @@ def upgrade(record: dict[str, Any]) -> dict[str, Any]:
     return out | {"schema": SCHEMA}
 
 
+def _finite(value: Any) -> Any:
+    """`value` with every float that is not finite replaced by None: strict JSON has no NaN or Infinity."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
 def append(path: Path, record: dict[str, Any]) -> None:
     """Append one line and make it durable before going on: nothing measured is lost to a later crash. After a line
-    that a crash cut short (no newline at the end of the file), the record starts a line of its own."""
+    that a crash cut short (no newline at the end of the file), the record starts a line of its own. A number that
+    is not finite is written as null (strict JSON)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps({**record, "schema": SCHEMA}, sort_keys=True, allow_nan=False) + "\n"
+    line = json.dumps(_finite({**record, "schema": SCHEMA}), sort_keys=True, allow_nan=False) + "\n"
     with path.open("a+b") as f:
         end = f.seek(0, os.SEEK_END)
         if end:
@@ -102,7 +114,7 @@ def _constant(name: str) -> None:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def _finite(text: str) -> float:
+def _finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
         raise ValueError(f"{text} is out of range for a number")
@@ -118,7 +130,7 @@ def _strict_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _parse(line: str) -> dict[str, Any]:
     """One record, strictly: valid JSON without NaN/Infinity or repeated keys, a known schema, the key fields."""
-    record = json.loads(line, parse_constant=_constant, parse_float=_finite, object_pairs_hook=_strict_pairs)
+    record = json.loads(line, parse_constant=_constant, parse_float=_finite_float, object_pairs_hook=_strict_pairs)
     if not isinstance(record, dict):
         raise ValueError("not a JSON object")
     schema = record.get("schema")

@@ -27,7 +27,7 @@ ALLOW_MULTICAST = "PKROOF_ALLOW_MULTICAST"
 
 def keep_multicast_off(*, allowed: bool = False) -> None:
     """Set SAFE_ENV in this process (and what it starts) over whatever the environment says: a variable inherited
-    from a shell or an image (NCCL_NVLS_ENABLE=1) is not a request to pkroof. `allowed` (the probe's ranks under
+    from a shell or an image (NCCL_NVLS_ENABLE set to 1) is not a request to pkroof. `allowed` (the probe's ranks under
     --allow-multicast) leaves the variables as they are."""
     if not allowed:
         os.environ.update(SAFE_ENV)

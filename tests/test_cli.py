@@ -110,7 +110,7 @@ def test_advise_names_the_builtin_implementations_to_measure():
     for name in ("torch-fused-matmul-reduce-scatter", "pkroof-gemm-rs-ce", "pkroof-gemm-rs-epilogue"):
         assert name in result.output
     # a problem no built-in implements gets no such list
-    other = runner.invoke(app, ["advise", "halo-exchange", "--topology", "h200x2"])
+    other = runner.invoke(app, ["advise", "ddp-bucket-all-reduce", "--topology", "h200x2"])
     assert other.exit_code == 0 and "built-in implementations" not in other.output
 
 

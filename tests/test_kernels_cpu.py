@@ -43,6 +43,7 @@ def test_pkroof_implementations_declare_valid_pairs():
         if pair["schedule"] == "serial":  # a collective is predicted with the algorithm it runs, not the cheapest
             assert pair["algorithm"] == ("two-shot" if name.startswith("pkroof-two-shot") else "one-shot"), name
     # and only there: no built-in function carries a pair of its own (@declare is for users' implementations)
+    pytest.importorskip("torch")
     pytest.importorskip("triton")
     from pkroof.kernels.declare import declared
 
@@ -107,6 +108,7 @@ print(json.dumps(said))
 def test_launch_settings_are_read_when_a_kernel_runs_not_at_import():
     # bad values in the environment: every kernel module still imports (none reads a setting at import, so listing
     # or importing the kernels never fails on one), and the first launch that reads one refuses it in one line
+    pytest.importorskip("torch")
     pytest.importorskip("triton")
     env = {**os.environ, **_BAD_SETTINGS}
     done = subprocess.run([sys.executable, "-c", _IMPORT_THEN_LAUNCH], capture_output=True, text=True, env=env,
@@ -121,6 +123,7 @@ def test_launch_settings_are_read_when_a_kernel_runs_not_at_import():
 
 
 def test_inter_sm_communication_ctas_follow_the_inner_size(monkeypatch):
+    pytest.importorskip("torch")
     pytest.importorskip("triton")
     from pkroof.kernels import inter_sm
 
@@ -137,6 +140,7 @@ def test_inter_sm_communication_ctas_follow_the_inner_size(monkeypatch):
 
 
 def test_copy_engine_gemm_all_reduce_goes_one_shot_only_where_it_costs_no_link_time_worth_a_stage():
+    pytest.importorskip("torch")
     pytest.importorskip("triton")
     from pkroof.kernels.fused import one_shot
 
@@ -163,6 +167,7 @@ def test_copy_engine_gemm_all_reduce_goes_one_shot_only_where_it_costs_no_link_t
     ],
 )
 def test_layouts(kind, n, world, push, span, chunk, slot, half, out):
+    pytest.importorskip("torch")
     pytest.importorskip("triton")
     from pkroof.kernels import collectives as c
 
@@ -176,6 +181,7 @@ def test_layouts(kind, n, world, push, span, chunk, slot, half, out):
 
 
 def test_layout_rejects_chunks_that_do_not_split():
+    pytest.importorskip("torch")
     pytest.importorskip("triton")
     from pkroof.kernels import collectives as c
 
@@ -190,6 +196,7 @@ def test_a_collective_on_padded_chunks_is_the_collective(kind, world):
     # exchange() runs chunks that are not a multiple of 16 elements on padded ones (16-byte accesses): pad every
     # rank's input, take the collective of the padded inputs by its definition (tests/emulate.py), unpad, and
     # it must equal the collective of the inputs themselves. 10001-element chunks pad to 10016.
+    pytest.importorskip("torch")
     pytest.importorskip("triton")
     import torch
     from emulate import _expected
@@ -210,6 +217,7 @@ def test_a_collective_on_padded_chunks_is_the_collective(kind, world):
 
 
 def test_tiling_spreads_tiles_and_keeps_16_byte_blocks(monkeypatch):
+    pytest.importorskip("torch")
     pytest.importorskip("triton")
     from pkroof.kernels.collectives import _tiling
 
@@ -227,6 +235,7 @@ def test_tiling_spreads_tiles_and_keeps_16_byte_blocks(monkeypatch):
 def _in_the_interpreter(script: str) -> str:
     """Run tests/<script> in a process of its own with Triton's interpreter (chosen before triton compiles anything);
     its stdout, after asserting it exited 0."""
+    pytest.importorskip("torch")
     pytest.importorskip("triton")
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(Path(__file__).parent)}
     done = subprocess.run([sys.executable, str(Path(__file__).parent / script)], capture_output=True, text=True,
@@ -258,6 +267,7 @@ def test_ll_collectives_in_the_triton_interpreter():
 
 
 def test_ll_words_pad_half_types_to_whole_words():
+    pytest.importorskip("torch")
     pytest.importorskip("triton")
     import torch
 
@@ -295,6 +305,7 @@ def test_ll_words_pad_half_types_to_whole_words():
 
 
 def test_ll_collectives_refuse_what_they_cannot_do_in_one_line():
+    pytest.importorskip("torch")
     pytest.importorskip("triton")
     import torch
 
@@ -351,6 +362,7 @@ def test_small_message_kernels_run_unasked_only_at_small_sizes():
 def test_profile_runs_the_small_message_kernels_unasked_only_at_their_sizes(tmp_path, monkeypatch):
     # profile() as on a 2-GPU node, with the rank jobs stubbed out: which implementations it runs beside the reference
     # follows the problem's communication size (all-reduce: the buffer's bytes, nccl-tests' convention)
+    pytest.importorskip("torch")
     pytest.importorskip("triton")  # without it pkroof's kernels are skipped altogether
     from pkroof.profilers import profile as prof
 

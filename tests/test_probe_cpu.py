@@ -413,6 +413,7 @@ def test_a_taken_rendezvous_port_is_retried_not_recorded_as_a_crash(monkeypatch)
 
 
 def test_every_rank_the_launcher_starts_keeps_nvlink_multicast_off_whatever_the_environment_says(monkeypatch):
+    pytest.importorskip("torch")  # every rank joins a process group
     from pkroof.runtime import launch
 
     # a parent environment that says nothing: each rank (profiler and probe alike) switches NCCL's NVLS, torch's

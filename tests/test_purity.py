@@ -32,3 +32,39 @@ def test_rooflines_imports_and_computes_with_torch_blocked():
 def test_the_blocker_really_blocks():
     r = _run("import torch\n")
     assert r.returncode != 0 and "blocked torch" in r.stderr
+
+
+CLI = """
+import sys
+from typer.testing import CliRunner
+from pkroof.cli import app
+result = CliRunner().invoke(app, {args!r})
+print(result.exit_code)
+print(result.stdout)
+print("heavy:", sorted(m for m in ('torch', 'triton', 'pandas', 'plotly') if m in sys.modules))
+"""
+
+
+def _cli_without_torch(*args: str) -> tuple[int, str, str]:
+    r = _run(CLI.format(args=list(args)))
+    assert r.returncode == 0, r.stderr
+    code, *rest = r.stdout.split("\n")
+    heavy = next(line for line in rest if line.startswith("heavy:"))
+    return int(code), "\n".join(rest), heavy
+
+
+def test_problems_bound_advise_and_impls_need_no_torch():
+    code, out, heavy = _cli_without_torch("problems")
+    assert code == 0 and "ring-attention" in out and "size_bytes=1 MiB" in out and heavy == "heavy: []"
+    # a suite problem's named shape with a hand-written workload: Llama-3-70B's MLP down projection at TP=8
+    code, out, heavy = _cli_without_torch(
+        "bound", "gemm-reduce-scatter", "--shape", "llama3-70b-tp8", "-t", "hgx-h100-8"
+    )
+    assert code == 0 and "(m=8192, n=8192, k=3584, bf16)" in out and heavy == "heavy: []"
+    code, out, heavy = _cli_without_torch("advise", "all-reduce", "--shape", "llama3-70b-tp8-activation")
+    assert code == 0 and "build " in out and "pkroof-one-shot-push" in out and heavy == "heavy: []"
+    code, out, heavy = _cli_without_torch("impls")
+    assert code == 0 and "pkroof-gemm-ar-inter-sm" in out and "sm-store / inter-sm" in out and heavy == "heavy: []"
+    # a traced problem says, in one line, what it needs
+    code, out, _ = _cli_without_torch("bound", "ring-attention")
+    assert code == 2
