@@ -422,7 +422,7 @@ def test_every_rank_the_launcher_starts_keeps_nvlink_multicast_off_whatever_the_
         monkeypatch.delenv(key, raising=False)
     off = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
     assert launch.run_ranks(spawn_targets.multicast_env, 2, timeout_s=120) == [off, off]
-    # NCCL_NVLS_ENABLE=1 inherited from a shell or an image is not a request to pkroof: still off
+    # NCCL_NVLS_ENABLE set to 1 by a shell or an image is not a request to pkroof: still off
     monkeypatch.setenv("NCCL_NVLS_ENABLE", "1")
     monkeypatch.setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "0")
     assert launch.run_ranks(spawn_targets.multicast_env, 2, timeout_s=120) == [off, off]

@@ -37,7 +37,7 @@ def test_every_script_that_starts_gpu_ranks_switches_multicast_off_before_torch(
 
 
 def test_the_tree_never_turns_multicast_on():
-    on = ("cuMulticastCreate", "NCCL_NVLS_ENABLE=1", "NVSHMEM_DISABLE_NVLS=0", "TORCH_SYMM_MEM_DISABLE_MULTICAST=0")
+    on = ["cuMulticastCreate", "NCCL_NVLS_ENABLE=1", "NVSHMEM_DISABLE_NVLS=0", "TORCH_SYMM_MEM_DISABLE_MULTICAST=0"]
     for path in ROOT.rglob("*.py"):
         if ".venv" in path.parts or path == Path(__file__).resolve():
             continue
