@@ -6,11 +6,13 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
-from pkroof.reports import build, figures, frames, html
-from pkroof.topology import preset
+pd = pytest.importorskip("pandas")
+pytest.importorskip("plotly")
+
+from pkroof.reports import build, figures, frames, html  # noqa: E402
+from pkroof.topology import preset  # noqa: E402
 
 HOSTILE = "<script>alert(1)</script>"
 T_ROOF = 40e-6
