@@ -1,7 +1,8 @@
 """`pkroof bound --json` for every problem × named shape × preset, saved, and compared against a saved run.
 
     python benchmarks/model/bound_snapshot.py save FILE      # every case, one JSON line each
-    python benchmarks/model/bound_snapshot.py compare FILE   # rerun FILE's cases; list every one that differs
+    python benchmarks/model/bound_snapshot.py compare FILE   # rerun FILE's cases (.jsonl or .jsonl.gz); list those
+                                                              # that differ
 
 Run `save` before a refactor that must not change a number and `compare` after it. Each case runs in this
 process through the CLI (typer's CliRunner), so what is compared is exactly what `pkroof bound --json` prints;
@@ -12,6 +13,7 @@ needs CPU ranks at a real model's shape) is cut and recorded as such.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import signal
@@ -103,7 +105,8 @@ def main() -> None:
                 f.flush()
                 print(" ".join(args[1:6]), "cut" if row.get("cut") else row["exit"], row.get("seconds", ""))
         return
-    before = [json.loads(line) for line in a.file.read_text().splitlines() if line.strip()]
+    text = gzip.decompress(a.file.read_bytes()).decode() if a.file.suffix == ".gz" else a.file.read_text()
+    before = [json.loads(line) for line in text.splitlines() if line.strip()]
     changed = same = skipped = 0
     for row in before:
         now = None if row.get("cut") else _run(row["args"], a.limit)
