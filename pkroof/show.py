@@ -132,12 +132,17 @@ def topology_text(t: Topology) -> str:
 
 
 def _terms(b: Bound) -> str:
-    return (
+    lines = [
         f"t_roof {fmt_s(b.t_roof_s)} ({b.limiter}-bound) = max(compute {fmt_s(b.t_compute_s)}, "
-        f"hbm {fmt_s(b.t_hbm_s)}, link {fmt_s(b.t_link_s)}) + latency {fmt_s(b.t_latency_s)}\n"
+        f"hbm {fmt_s(b.t_hbm_s)}, link {fmt_s(b.t_link_s)}) + latency {fmt_s(b.t_latency_s)}",
         f"  link: {fmt_bytes(b.link_bytes_per_rank)} per rank at {fmt_Bps(b.link_bandwidth_Bps)} ({b.link_tier}); "
-        f"compute at {fmt_flops(b.peak_flops)}"
-    )
+        f"compute at {fmt_flops(b.peak_flops)}",
+    ]
+    if b.busiest:  # ranks differ: each term is its busiest rank's
+        lines.append("  busiest rank: " + ", ".join(f"{term} {rank}" for term, rank in b.busiest.items()))
+    if b.workload.uncounted:
+        lines.append("  FLOPs not counted (no formula for): " + ", ".join(b.workload.uncounted))
+    return "\n".join(lines)
 
 
 def _algorithms(names: tuple[str, ...]) -> str:

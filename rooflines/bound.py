@@ -111,8 +111,23 @@ class OpCost:
         return (self.traffic.send_bytes + self.traffic.recv_bytes) * self.exposed
 
 
+def _explicit_traffic(op: CommOp, system: System, algorithm: Algorithm, scale: float) -> TieredTraffic | None:
+    """An op whose rank's bytes are given (uneven splits, unequal lists, a point-to-point batch): direct, one step,
+    whatever the algorithm (the switch cannot reduce or multicast bytes that differ per peer). Across nodes the
+    peers are spread over them: (N − 1)/N of the bytes cross the NICs."""
+    if algorithm is Algorithm.IN_NETWORK:
+        return None
+    send, recv = (op.send_bytes or 0.0) * scale, (op.recv_bytes or 0.0) * scale
+    if op.group_size <= system.ranks_per_node:
+        return TieredTraffic(Traffic(send, recv, 1), ZERO)
+    off = (op.group_size // system.ranks_per_node - 1) / (op.group_size // system.ranks_per_node)
+    return TieredTraffic(Traffic(send * (1 - off), recv * (1 - off), 1), Traffic(send * off, recv * off, 1))
+
+
 def _op_traffic(op: CommOp, system: System, algorithm: Algorithm, size: float) -> TieredTraffic | None:
     """Busiest rank's traffic per tier; a group within one node has no scale-out traffic."""
+    if op.explicit:
+        return _explicit_traffic(op, system, algorithm, size / op.size_bytes if op.size_bytes else 1.0)
     g = min(op.group_size, system.ranks_per_node)
     if op.group_size > system.ranks_per_node:
         return hierarchical_traffic(op.kind, size, g, op.group_size // g, intra=algorithm)
@@ -239,6 +254,12 @@ class Bound:
     link_tier: str  # "scale-up" or "scale-out": where t_link binds
     peak_flops: float  # FLOP/s of the workload's FLOPs (their dtype's peak; FLOP-weighted if mixed)
     predictions: tuple[Prediction, ...]  # fastest first
+    # where ranks differ (Workload.ranks): the rank that set each term ("compute", "hbm", "link", "latency"), and
+    # the busiest rank's FLOPs, HBM bytes and communication; alike on every rank, busiest is empty
+    busiest: dict[str, int] = dataclasses.field(default_factory=dict)
+    flops: float = 0.0
+    hbm_bytes: float = 0.0
+    comm: tuple[CommOp, ...] = ()
 
     @property
     def t_roof_s(self) -> float:
@@ -543,14 +564,34 @@ def check_fits(w: Workload, capacity_bytes: float, gpu: str) -> None:
         )
 
 
-def bound(w: Workload, system: System) -> Bound:
-    for op in w.comm:
-        if op.group_size > system.world_size:
-            raise ValueError(f"{op.name}: group of {op.group_size} ranks on a world of {system.world_size}")
-        if op.group_size > system.ranks_per_node and op.group_size % system.ranks_per_node:
-            raise ValueError(
-                f"{op.name}: a group of {op.group_size} does not fill whole nodes of {system.ranks_per_node}"
-            )
+def _chain_s(ops: tuple[CommOp, ...], latency_s: list[float]) -> float:
+    """The longest chain of dependent steps: each op starts when every op it comes after has finished (an op with
+    `after` None comes after the op before it, as a hand-written workload's ops run in order); ops that depend on
+    none of each other overlap."""
+    finish: dict[str, float] = {}
+    longest, previous = 0.0, None
+    for op, lat in zip(ops, latency_s, strict=True):
+        before = op.after if op.after is not None else ((previous,) if previous else ())
+        finish[op.name] = max((finish[b] for b in before), default=0.0) + lat
+        longest, previous = max(longest, finish[op.name]), op.name
+    return longest
+
+
+@dataclass(frozen=True)
+class _Terms:
+    compute_s: float
+    hbm_s: float
+    link_s: float
+    link_bytes: float
+    link_bandwidth_Bps: float
+    tier: str
+    latency_s: float
+    flops: float
+    peak_flops: float
+
+
+def _terms(w: Workload, system: System) -> _Terms:
+    """The roof's terms for one rank's view."""
     flops_s = _flops_s(w, system, roof=True)
     total_flops = sum(op.flops for op in w.compute)
     floors = [_link_floor(op, system) for op in w.comm]
@@ -560,7 +601,20 @@ def bound(w: Workload, system: System) -> Bound:
     link_s = seconds[tier]
     link_bytes = sum(f.num_bytes for f in floors if f.tier == tier)
     best_peak = max((m.peak_bandwidth_Bps for m in system.available), default=0.0)
-    link_bw = link_bytes / link_s if link_s else best_peak
+    return _Terms(
+        compute_s=flops_s,
+        hbm_s=w.hbm_bytes / system.hbm_bandwidth_Bps,
+        link_s=link_s,
+        link_bytes=link_bytes,
+        link_bandwidth_Bps=link_bytes / link_s if link_s else best_peak,
+        tier=tier,
+        latency_s=_chain_s(w.comm, [f.latency_s for f in floors]),
+        flops=total_flops,
+        peak_flops=total_flops / flops_s if flops_s else system.peak_flops.get(w.dtype, 0.0),
+    )
+
+
+def _predictions(w: Workload, system: System) -> list[Prediction]:
     predictions = []
     for m in system.available:
         for schedule in _schedules(w, m):
@@ -569,17 +623,88 @@ def bound(w: Workload, system: System) -> Bound:
                 predictions.append(p)
         if m.mechanism in LL_PUSH and (ll := _serial(w, system, m, protocol=Protocol.LL)) is not None:
             predictions.append(ll)
+    return predictions
+
+
+ENVELOPE_AFTER = 4  # views beyond which predictions are made once, for their envelope, not for each view
+
+
+def _envelope(views: tuple[Workload, ...]) -> Workload | None:
+    """One workload at least as heavy as every view in every respect (each compute op's FLOPs, each comm op's bytes,
+    HBM bytes: their maxima), so its prediction is at least any view's; None where the views' ops do not line up."""
+    first = views[0]
+    shapes = {(tuple((c.name, c.dtype) for c in v.compute), tuple((o.name, o.kind) for o in v.comm)) for v in views}
+    if len(shapes) != 1:
+        return None
+
+    def most(values: list[float | None]) -> float | None:
+        present = [x for x in values if x is not None]
+        return max(present) if present else None
+
+    compute = tuple(
+        dataclasses.replace(
+            c,
+            flops=max(v.compute[i].flops for v in views),
+            hbm_bytes=max(v.compute[i].hbm_bytes for v in views),
+            num_tiles=max(v.compute[i].num_tiles for v in views),
+        )
+        for i, c in enumerate(first.compute)
+    )
+    comm = tuple(
+        dataclasses.replace(
+            o,
+            size_bytes=max(v.comm[i].size_bytes for v in views),
+            send_bytes=most([v.comm[i].send_bytes for v in views]),
+            recv_bytes=most([v.comm[i].recv_bytes for v in views]),
+            after=None if o.after is None else tuple(sorted({a for v in views for a in v.comm[i].after or ()})),
+        )
+        for i, o in enumerate(first.comm)
+    )
+    return dataclasses.replace(first, compute=compute, comm=comm, hbm_bytes=max(v.hbm_bytes for v in views))
+
+
+def _slowest(per_view: list[list[Prediction]]) -> list[Prediction]:
+    """Each pair every view can run, at its slowest view's prediction (a collective ends with its slowest rank)."""
+    keyed = [{p.key: p for p in preds} for preds in per_view]
+    common = [k for k in keyed[0] if all(k in other for other in keyed[1:])]
+    return [max((view[k] for view in keyed), key=lambda p: p.t_s) for k in common]
+
+
+def bound(w: Workload, system: System) -> Bound:
+    views, view_ranks = w.views(), w.view_ranks()
+    for view in views:
+        for op in view.comm:
+            if op.group_size > system.world_size:
+                raise ValueError(f"{op.name}: group of {op.group_size} ranks on a world of {system.world_size}")
+            if op.group_size > system.ranks_per_node and op.group_size % system.ranks_per_node:
+                raise ValueError(
+                    f"{op.name}: a group of {op.group_size} does not fill whole nodes of {system.ranks_per_node}"
+                )
+    terms = [_terms(view, system) for view in views]
+
+    def busiest(term: str) -> int:
+        return max(range(len(views)), key=lambda i: getattr(terms[i], term))
+
+    at = {name: busiest(term) for name, term in (("compute", "compute_s"), ("hbm", "hbm_s"), ("link", "link_s"))}
+    at["latency"] = busiest("latency_s")
+    c, h, li, la = (terms[at[k]] for k in ("compute", "hbm", "link", "latency"))
+    envelope = _envelope(views) if len(views) > ENVELOPE_AFTER else None
+    predictions = _slowest([_predictions(view, system) for view in ((envelope,) if envelope else views)])
     predictions.sort(key=lambda p: p.t_s)
     return Bound(
         workload=w,
         system=system,
-        t_compute_s=flops_s,
-        t_hbm_s=w.hbm_bytes / system.hbm_bandwidth_Bps,
-        t_link_s=link_s,
-        t_latency_s=sum(f.latency_s for f in floors),
-        link_bytes_per_rank=link_bytes,
-        link_bandwidth_Bps=link_bw,
-        link_tier=tier,
-        peak_flops=total_flops / flops_s if flops_s else system.peak_flops.get(w.dtype, 0.0),
+        t_compute_s=c.compute_s,
+        t_hbm_s=h.hbm_s,
+        t_link_s=li.link_s,
+        t_latency_s=la.latency_s,
+        link_bytes_per_rank=li.link_bytes,
+        link_bandwidth_Bps=li.link_bandwidth_Bps,
+        link_tier=li.tier,
+        peak_flops=c.peak_flops,
         predictions=tuple(predictions),
+        busiest={k: view_ranks[i][0] for k, i in at.items() if view_ranks[i]},
+        flops=c.flops,
+        hbm_bytes=views[at["hbm"]].hbm_bytes,
+        comm=views[at["link"]].comm,
     )

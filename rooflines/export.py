@@ -6,6 +6,7 @@ from typing import Any
 
 from .advice import Advice
 from .bound import Bound, Prediction
+from .workload import CommOp
 
 SCHEMA = "pkroof.bound/1"
 
@@ -23,6 +24,23 @@ def _prediction(p: Prediction) -> dict[str, Any]:
         "algorithms": list(p.algorithms),
         "protocol": p.protocol.value,
     }
+
+
+def _comm(op: CommOp) -> dict[str, Any]:
+    out = {
+        "name": op.name,
+        "kind": op.kind.value,
+        "size_bytes": op.size_bytes,
+        "group_size": op.group_size,
+        "reduction": op.reduction,
+        "producer": op.producer,
+        "consumer": op.consumer,
+    }
+    if op.explicit:  # this rank's own bytes to and from its peers (uneven splits, point-to-point batches)
+        out |= {"send_bytes": op.send_bytes or 0.0, "recv_bytes": op.recv_bytes or 0.0}
+    if op.after is not None:
+        out["after"] = list(op.after)
+    return out
 
 
 def bound_to_dict(b: Bound, advice: Advice) -> dict[str, Any]:
@@ -43,25 +61,16 @@ def bound_to_dict(b: Bound, advice: Advice) -> dict[str, Any]:
             "link_s": b.t_link_s,
             "latency_s": b.t_latency_s,
         },
-        "flops": sum(op.flops for op in w.compute),
+        "flops": b.flops,
         "peak_flops": b.peak_flops,
-        "hbm_bytes": w.hbm_bytes,
+        "hbm_bytes": b.hbm_bytes,
         "hbm_bandwidth_Bps": b.system.hbm_bandwidth_Bps,
         "link_bytes_per_rank": b.link_bytes_per_rank,
         "link_bandwidth_Bps": b.link_bandwidth_Bps,
         "link_tier": b.link_tier,
-        "comm": [
-            {
-                "name": op.name,
-                "kind": op.kind.value,
-                "size_bytes": op.size_bytes,
-                "group_size": op.group_size,
-                "reduction": op.reduction,
-                "producer": op.producer,
-                "consumer": op.consumer,
-            }
-            for op in w.comm
-        ],
+        "comm": [_comm(op) for op in b.comm],
+        **({"busiest_rank": dict(b.busiest)} if b.busiest else {}),
+        **({"uncounted": list(w.uncounted)} if w.uncounted else {}),
         "predictions": [_prediction(p) for p in b.predictions],
         "recommendation": {
             "mechanism": advice.best.mechanism.value,
