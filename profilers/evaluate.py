@@ -38,6 +38,8 @@ def record_workload(record: dict[str, Any]) -> tuple[Problem | None, Workload | 
     """(the suite problem, the record's stored workload): either may be None, not both; a ValueError of one line
     where the record's workload can be rebuilt neither from the catalogue nor from itself."""
     name = record["problem"]
+    if isinstance(record.get("unbounded"), str) and record.get("workload") is None and not is_suite_problem(name):
+        raise ValueError(f"it could not be bounded when it was profiled: {record['unbounded']}")
     stored = record.get("workload")
     workload = workload_from_dict(stored) if stored is not None else None
     if is_suite_problem(name):

@@ -8,13 +8,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pkroof.kernels.catalogue import Problem, load
+from pkroof.kernels.catalogue import Problem, ProblemError, load
 from pkroof.rooflines.units import fmt_bytes, fmt_s
 from pkroof.rooflines.workload import workload_to_dict
 from pkroof.topology import Topology, dumps, resolve
 
 from . import records
-from .analysis import ProblemAnalysis, analyze
+from .analysis import NeedsDataError, ProblemAnalysis, analyze
 from .evaluate import derive
 from .run import Job, finish, resolve_impl, run_job
 
@@ -70,12 +70,31 @@ def topology_ref(topo: Topology) -> dict[str, str]:
     return {"name": topo.name, "sha256": hashlib.sha256(dumps(topo).encode()).hexdigest()}
 
 
-def _problem_fields(problem: Problem, pa: ProblemAnalysis) -> dict[str, Any]:
+def _problem_fields(problem: Problem, pa: ProblemAnalysis | None, unbounded: str | None) -> dict[str, Any]:
     """What a record says of its problem beyond name, shape and params: the file's hash, the dtype bounded, and
-    the workload where the catalogue cannot rebuild it without torch or without running a file (traced)."""
-    out: dict[str, Any] = {"problem_sha256": problem.sha256, "dtype": pa.analysis.workload.dtype}
+    the workload where the catalogue cannot rebuild it without torch or without running a file (traced); or, for a
+    problem that could not be bounded, why."""
+    out: dict[str, Any] = {"problem_sha256": problem.sha256}
+    if pa is None:
+        return out | {"unbounded": unbounded}
+    out["dtype"] = pa.analysis.workload.dtype
     if not (problem.suite and problem.has_workload):
         out["workload"] = workload_to_dict(pa.analysis.workload)
+    return out
+
+
+def _analyses(loaded: list[Problem], log: Callable[[str], None], **how: Any) -> list[tuple[Any, str | None]]:
+    """Each problem's analysis, or None and why where it cannot be bounded (it is checked and timed all the same);
+    a shape that does not fit the topology's GPUs or a bad parameter stops the run before anything runs."""
+    out = []
+    for p in loaded:
+        try:
+            out.append((analyze(p, **how), None))
+        except ProblemError as e:  # the problem's own code: its trace failed; its implementations can still run
+            log(f"{p.name}: no bound ({e}); checked and timed all the same")
+            out.append((None, str(e)))
+        except NeedsDataError as e:
+            out.append((None, str(e)))
     return out
 
 
@@ -92,7 +111,8 @@ def _row(r: dict[str, Any]) -> str:
         f"{problem[:26]:26} {r['shape'][:20]:20} {impl[:33]:33} {fmt_bytes(size) if size else '-':>10} "
         f"{r['status']:9} "
         f"{fmt_s(median) if median else '-':>10} {f'{link / 1e9:.1f}' if link else '-':>9} "
-        f"{fmt_s(r['t_roof_s']):>10} {f'{roof:.0%}' if roof else '-':>5} {f'{speed:.2f}x' if speed else '-':>6} "
+        f"{fmt_s(r['t_roof_s']) if r.get('t_roof_s') else '-':>10} {f'{roof:.0%}' if roof else '-':>5} "
+        f"{f'{speed:.2f}x' if speed else '-':>6} "
         f"{f'{clock:.0f}' if clock else '-':>6}"
     )
 
@@ -124,7 +144,7 @@ def profile(
         problem.check_size(overrides)
         for impl in impls:
             resolve_impl(problem, impl)
-    analyses = [analyze(p, topology=topo, shape=shape, params=overrides, world_size=world) for p in loaded]
+    analyses = _analyses(loaded, log, topology=topo, shape=shape, params=overrides, world_size=world)
     from pkroof.kernels.registry import BUILTIN_IMPLS
 
     path = out_dir / "results.jsonl"
@@ -136,20 +156,23 @@ def profile(
         log(f"no {world} GPUs here: {world} CPU ranks over gloo check correctness; their times are CPU times")
     log(HEADER)
     written = []
-    for problem, name, pa in zip(loaded, problems, analyses, strict=True):
+    for problem, name, (pa, unbounded) in zip(loaded, problems, analyses, strict=True):
         reference_s = None
-        comm_bytes = sum(op.size_bytes for op in pa.analysis.workload.comm)  # nccl-tests' size convention
+        # nccl-tests' size convention; unbounded, the size is unknown: no size-limited kernel runs unasked
+        comm_bytes = sum(op.size_bytes for op in pa.analysis.workload.comm) if pa else math.inf
+        label = pa.shape if pa else problem.shape_label(shape, overrides)
+        params = pa.params if pa else problem.params(shape, overrides)
         peers = automatic_peers(problem.name, backend, log, comm_bytes)
         chosen = [i for i in impls if i != "reference" and not (backend == "gloo" and i in BUILTIN_IMPLS)]
         if backend == "gloo" and any(i in BUILTIN_IMPLS for i in impls):
             log("the built-in GPU implementations need GPUs: skipped on CPU ranks")
         for impl in ["reference", *dict.fromkeys(chosen + peers)]:
-            job = Job(name, pa.shape, pa.params, impl, world, backend)
+            job = Job(name, label, params, impl, world, backend)
             key = records.key(
-                {"problem": name, "shape": job.shape, "params": pa.params, "impl": impl, "world_size": world}
+                {"problem": name, "shape": job.shape, "params": params, "impl": impl, "world_size": world}
             )
             if key in done:
-                log(f"{_row(derive(done[key], pa, reference_s))}  (recorded)")
+                log(f"{_row(derive(done[key], pa, reference_s) if pa else done[key])}  (recorded)")
                 if impl == "reference":
                     reference_s = done[key].get("median_s")
                 continue
@@ -159,11 +182,11 @@ def profile(
             if pair:
                 result |= {k: v for k, v in pair.items() if k != "comm_sms"}
                 result["comm_sms"] = pair.get("comm_sms") if used is None else used
-            result |= _problem_fields(problem, pa) | {"topology": topology_ref(topo)}
+            result |= _problem_fields(problem, pa, unbounded) | {"topology": topology_ref(topo)}
             record = finish(result, backend=backend)
             records.append(path, record)
             written.append(record)
-            shown = derive(record, pa, reference_s)
+            shown = derive(record, pa, reference_s) if pa else record
             log(_row(shown) + (f"  {record['message']}" if record.get("message") else ""))
             if impl == "reference":
                 reference_s = record.get("median_s")
