@@ -74,13 +74,19 @@ def workload_of(
     _check_dtype(dtype)
     if problem.has_workload and (dtype is None or problem.workload_takes_dtype):
         return _hand_written(problem, world_size, params, dtype)
-    if not has_torch():
-        raise _torch_missing(problem)
     from . import trace_cache
 
-    name = trace_cache.key(problem, world_size, params, dtype, "trace" if cpu_ranks else "meta")
+    how = "trace" if cpu_ranks else "meta"
+    if not has_torch():  # the suite's traces ship with the package; anything else needs torch to be traced
+        found = trace_cache.shipped(trace_cache.key(problem, world_size, params, dtype, "meta", any_torch=True))
+        if found is None:
+            raise _torch_missing(problem)
+        return found
+
+    name = trace_cache.key(problem, world_size, params, dtype, how)
     hit = trace_cache.get(name)
     if hit is not None:  # traced before, same file bytes, shape, ranks, dtype, torch and tracer: no torch import
+        trace_cache.collect(trace_cache.key(problem, world_size, params, dtype, "meta", any_torch=True), hit)
         return hit
     from .trace import NEEDS_DATA, input_dtype, trace, trace_on_meta
 
@@ -96,6 +102,7 @@ def workload_of(
     except NEEDS_DATA as e:
         raise NeedsDataError(f"{problem.name}: its reference needs data to trace ({type(e).__name__})") from None
     trace_cache.put(name, traced)
+    trace_cache.collect(trace_cache.key(problem, world_size, params, dtype, "meta", any_torch=True), traced)
     return traced
 
 
@@ -120,11 +127,8 @@ def _sweep(problem: Problem, params: dict[str, Any], world_size: int, dtype: str
         variants = [params | {"size_bytes": s} for s in SWEEP_SIZES]
     else:
         variants = [problem.params(name) for name in problem.shapes]
-    can_trace = has_torch()
     out = []
     for p in variants:
-        if not (problem.has_workload or can_trace):
-            continue
         try:
             out.append(_sized(problem, world_size, p, dtype, cpu_ranks=False))
         except ValueError:  # a shape that does not divide by this world size, or one that needs data: off the chart

@@ -32,7 +32,7 @@ import re
 import weakref
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.distributed as dist
@@ -435,6 +435,82 @@ class _Recorder(TorchDispatchMode):
         )
 
 
+class _Stream:
+    """A CUDA stream or event while a reference is traced: ordering on one device is not what a trace counts."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.device = torch.device("meta")
+
+    def __enter__(self) -> _Stream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def __getattr__(self, name: str) -> Any:  # wait_stream, record_event, synchronize, query, elapsed_time...
+        return lambda *args, **kwargs: None if name not in ("query",) else True
+
+
+def _cuda_like(device: Any) -> bool:
+    """A device that names a GPU: "cuda", "cuda:1", torch.device("cuda"), or a bare index."""
+    if isinstance(device, str):
+        return device.startswith("cuda")
+    if isinstance(device, torch.device):
+        return device.type == "cuda"
+    return isinstance(device, int) and not isinstance(device, bool)
+
+
+class _OnTraceDevice(torch.overrides.TorchFunctionMode):
+    """Tensors a reference puts on "cuda" (a hard-coded device, `.cuda()`) land on the trace's device instead."""
+
+    def __init__(self, device: torch.device) -> None:
+        super().__init__()
+        self.device = device
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if func is torch.Tensor.cuda:
+            return args[0].to(self.device)
+        if _cuda_like(kwargs.get("device")):
+            kwargs["device"] = self.device
+        if func is torch.Tensor.to:
+            args = tuple(self.device if _cuda_like(a) else a for a in args)
+        return func(*args, **kwargs)
+
+
+class _CudaShims:
+    """While a reference is traced on meta tensors or CPU ranks: CUDA streams, events and device queries answer as a
+    single device would, and tensors asked for on "cuda" are made on the trace's device, so code written for GPUs
+    traces where it would run. Nothing is patched outside the trace."""
+
+    NAMES: ClassVar[dict[str, Any]] = {
+        "Stream": _Stream,
+        "Event": _Stream,
+        "stream": _Stream,
+        "current_stream": _Stream,
+        "default_stream": _Stream,
+        "synchronize": lambda *a, **k: None,
+        "current_device": lambda: 0,
+        "set_device": lambda *a, **k: None,
+    }
+
+    def __init__(self, device: torch.device) -> None:
+        self.mode = _OnTraceDevice(device)
+        self.saved: dict[str, Any] = {}
+
+    def __enter__(self) -> _CudaShims:
+        for name, fake in self.NAMES.items():
+            self.saved[name] = getattr(torch.cuda, name, None)
+            setattr(torch.cuda, name, fake)
+        self.mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.mode.__exit__(*exc)
+        for name, real in self.saved.items():
+            setattr(torch.cuda, name, real)
+
+
 def _main_dtype(tensors: list[torch.Tensor]) -> torch.dtype | None:
     """The floating dtype holding the most bytes (bf16 gradients beside an fp32 master shard: bf16)."""
     held: dict[torch.dtype, int] = defaultdict(int)
@@ -523,7 +599,7 @@ def _recorder(inputs: tuple, dtype: str | None, world_size: int, rank: int, padd
 def _trace_rank_on_meta(
     problem: Problem, rank: int, world_size: int, params: dict[str, Any], seed: int, dtype: str | None
 ) -> Workload:
-    with _FakeGroup(rank, world_size):
+    with _FakeGroup(rank, world_size), _CudaShims(torch.device("meta")):
         inputs, rec = _recorder(_meta_inputs(problem, rank, world_size, seed, params), dtype, world_size, rank, False)
         with rec:
             try:
@@ -560,10 +636,13 @@ def trace_rank(problem: Problem, rank: int, world_size: int, params: dict[str, A
     """This rank's trace with real data over an initialised process group (gloo on CPU); collectives gloo refuses
     (unequal lists) run padded."""
     cpu = torch.device("cpu")
-    made = guarded(problem, "inputs", lambda: problem.inputs(rank, world_size, seed=seed, device=cpu, params=params))
-    inputs, rec = _recorder(made, None, world_size, rank, True)
-    with rec:
-        out = guarded(problem, "reference", lambda: problem.reference(*inputs))
+    with _CudaShims(cpu):
+        made = guarded(
+            problem, "inputs", lambda: problem.inputs(rank, world_size, seed=seed, device=cpu, params=params)
+        )
+        inputs, rec = _recorder(made, None, world_size, rank, True)
+        with rec:
+            out = guarded(problem, "reference", lambda: problem.reference(*inputs))
     return rec.workload(problem, out, params, rec.compute)
 
 

@@ -7,6 +7,10 @@ imports code of its own elsewhere is keyed by its own bytes only: after changing
 (or delete the folder). The folder is $PKROOF_TRACE_CACHE, else $XDG_CACHE_HOME/pkroof/traces, else
 ~/.cache/pkroof/traces. An entry that cannot be read strictly is ignored and traced again; what is stored is data (a
 workload), never code.
+
+The package ships the suite's traces at its named shapes on 2, 8 and 72 ranks (kernels/problems/_traced.jsonl, made
+by `python -m pkroof.profilers.trace_cache`), keyed without torch's version: where torch is not installed, `bound`,
+`advise` and `report` read them instead of tracing. A suite file changed since fails tests/test_trace.py's check.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from pkroof.rooflines.workload import workload_from_dict, workload_to_dict
 
 TRACER_VERSION = 2  # bump when the tracer counts anything differently: older entries are then never read
 OFF = ("0", "off", "no", "false")
+SHIPPED = SUITE_DIR / "_traced.jsonl"
+SHIPPED_WORLDS = (2, 8, 72)  # the presets' GPU counts
 
 
 def folder() -> Path | None:
@@ -46,15 +52,22 @@ def _helpers_sha() -> str:
     return h.hexdigest()
 
 
-def key(problem: Problem, world_size: int, params: dict[str, Any], dtype: str | None, how: str) -> str:
-    """The entry's name: a hash of what decides the trace. `how`: "meta" (meta tensors only) or "trace" (CPU ranks
-    where meta tensors do not do). torch's version is read from its metadata: a hit imports no torch."""
+def _torch_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        torch_version = version("torch")
+        return version("torch")
     except PackageNotFoundError:
-        torch_version = ""
+        return ""
+
+
+def key(
+    problem: Problem, world_size: int, params: dict[str, Any], dtype: str | None, how: str, *, any_torch: bool = False
+) -> str:
+    """The entry's name: a hash of what decides the trace. `how`: "meta" (meta tensors only) or "trace" (CPU ranks
+    where meta tensors do not do). torch's version is read from its metadata (a hit imports no torch); `any_torch`:
+    the shipped traces' key, which leaves it out."""
+    torch_version = "" if any_torch else _torch_version()
     what = {
         "file": problem.sha256,
         "helpers": _helpers_sha() if problem.suite else "",
@@ -94,11 +107,58 @@ def put(name: str, workload: Workload) -> None:
         return
 
 
-def cached(name: str, trace: Callable[[], Workload]) -> Workload:
-    """The cached workload of `name`, else trace() stored under it."""
-    found = get(name)
-    if found is not None:
-        return found
-    workload = trace()
-    put(name, workload)
-    return workload
+_shipped: dict[str, Workload] | None = None
+_collect: dict[str, Workload] | None = None  # while ship() runs: every trace under its shipped key
+
+
+def shipped(name: str) -> Workload | None:
+    """The shipped trace under `name` (a key made with any_torch=True), read once."""
+    global _shipped
+    if _shipped is None:
+        _shipped = {}
+        if SHIPPED.is_file():
+            for line in SHIPPED.read_text().splitlines():
+                entry = json.loads(line)
+                _shipped[entry["key"]] = workload_from_dict(entry["workload"])
+    return _shipped.get(name)
+
+
+def collect(name: str, workload: Workload) -> None:
+    """Keep `workload` under its shipped key `name` while ship() runs (else nothing)."""
+    if _collect is not None:
+        _collect[name] = workload
+
+
+def ship(path: Path = SHIPPED, log: Callable[[str], None] = print) -> int:
+    """Trace every suite problem without a hand-written workload at each named shape on SHIPPED_WORLDS ranks (on meta
+    tensors, as the analytic pages do) and write them to `path`; the number written."""
+    global _collect
+    from pkroof.kernels.catalogue import suite
+    from pkroof.topology import PRESETS, resolve
+
+    from .analysis import analyze
+
+    _collect = {}
+    try:
+        topologies = {resolve(n).num_gpus: n for n in PRESETS}
+        for problem in suite():
+            if problem.has_workload:
+                continue
+            for world in SHIPPED_WORLDS:
+                for shape in problem.shapes:
+                    try:
+                        analyze(problem, topology=topologies[world], shape=shape, world_size=world, sweep=True,
+                                cpu_ranks=False, round_size=True)  # fmt: skip
+                    except ValueError as e:  # does not divide, needs data: nothing to ship
+                        log(f"{problem.name} {shape} on {world}: {str(e)[:100]}")
+        lines = [json.dumps({"key": k, "workload": workload_to_dict(w)}) for k, w in _collect.items()]
+    finally:
+        _collect = None
+    path.write_text("".join(sorted(line + "\n" for line in lines)))
+    return len(lines)
+
+
+if __name__ == "__main__":  # the package's own module, not this __main__ copy, holds what analyze() collects
+    from pkroof.profilers import trace_cache
+
+    print(f"wrote {trace_cache.ship()} traces to {SHIPPED}")

@@ -157,10 +157,15 @@ def test_a_user_problem_whose_code_raises_is_one_line_naming_the_file_and_functi
     )
     err = _one_line_error("bound", str(raises))
     assert err == f"pkroof: {raises}: reference() raised NameError: name 'undefined_helper' is not defined"
-    broken = tmp_path / "broken.py"
-    broken.write_text(head + "import not_a_module_anywhere\n")
+    broken = tmp_path / "broken.py"  # read from its source; imported when traced, and the import fails
+    broken.write_text(
+        head.replace("import torch\n", "import torch\nimport not_a_module_anywhere\n") + raises.read_text()[len(head) :]
+    )
     err = _one_line_error("bound", str(broken))
     assert str(broken) in err and "ModuleNotFoundError" in err
+    empty = tmp_path / "empty.py"  # no functions at all: said without running it
+    empty.write_text(head + "import not_a_module_anywhere\n")
+    assert "has no function `inputs`" in _one_line_error("bound", str(empty))
 
 
 def test_analytic_workloads_on_72_ranks_round_collective_sizes_and_say_why_a_shape_is_left_out():

@@ -65,6 +65,11 @@ def test_problems_bound_advise_and_impls_need_no_torch():
     assert code == 0 and "build " in out and "pkroof-one-shot-push" in out and heavy == "heavy: []"
     code, out, heavy = _cli_without_torch("impls")
     assert code == 0 and "pkroof-gemm-ar-inter-sm" in out and "sm-store / inter-sm" in out and heavy == "heavy: []"
-    # a traced problem says, in one line, what it needs
-    code, out, _ = _cli_without_torch("bound", "ring-attention")
+    # a traced suite problem is read from the traces the package ships (kernels/problems/_traced.jsonl)
+    code, out, heavy = _cli_without_torch("bound", "ring-attention", "-t", "h200x2")
+    assert (
+        code == 0 and "ring-attention (seq=64, heads=4, kv_heads=2, head_dim=16, bf16)" in out and heavy == "heavy: []"
+    )
+    # a shape nobody shipped says, in one line, what it needs
+    code, out, _ = _cli_without_torch("bound", "ring-attention", "-t", "h200x2", "-p", "seq=96")
     assert code == 2

@@ -344,3 +344,56 @@ def test_a_problem_that_cannot_be_bounded_is_still_checked_and_timed(tmp_path):
     assert "cannot be watched" in mine["unbounded"] and "workload" not in mine
     assert by_problem["all-reduce"]["status"] == "correct" and "unbounded" not in by_problem["all-reduce"]
     assert any("no bound" in line and "checked and timed all the same" in line for line in lines)
+
+
+def test_code_written_for_gpus_traces_where_it_would_run(tmp_path):
+    # a reference that overlaps its all-reduce on a side CUDA stream, with inputs put on "cuda" by hand: traced on
+    # meta tensors all the same (on a machine without a GPU); a [1024, 64] @ [64, 64] fp32 matmul: 2·1024·64·64
+    p = _file(
+        tmp_path,
+        "streams",
+        "def inputs(rank, world_size, *, seed, device, n=1024, d=64):\n"
+        "    return torch.ones(n, d, device='cuda'), torch.ones(d, d).cuda()\n\n"
+        "def reference(x, w):\n"
+        "    side = torch.cuda.Stream()\n"
+        "    y = x @ w\n"
+        "    with torch.cuda.stream(side):\n"
+        "        side.wait_stream(torch.cuda.current_stream())\n"
+        "        dist.all_reduce(y)\n"
+        "    torch.cuda.current_stream().wait_stream(side)\n"
+        "    torch.cuda.synchronize()\n"
+        "    return y\n",
+    )
+    w = trace_on_meta(p, 2, p.params())
+    assert w.flops_by_dtype == {"fp32": 2 * 1024 * 64 * 64}
+    assert [(op.kind, op.size_bytes) for op in w.comm] == [(Collective.ALL_REDUCE, 1024 * 64 * 4)]
+    assert torch.cuda.Stream.__module__.startswith("torch")  # nothing stays patched after the trace
+
+
+def test_the_shipped_traces_are_those_of_the_suite_as_it_is():
+    """kernels/problems/_traced.jsonl (python -m pkroof.profilers.trace_cache) holds the suite's traces for
+    installs without torch, keyed by each file's bytes: a problem file changed since has no entry, and fails here."""
+    from pkroof.kernels.catalogue import suite
+    from pkroof.profilers import trace_cache
+    from pkroof.profilers.trace import NEEDS_DATA
+
+    missing = []
+    for problem in suite():
+        if problem.has_workload:
+            continue
+        for shape in problem.shapes:
+            params = problem.params(shape)
+            name = trace_cache.key(problem, 2, params, None, "meta", any_torch=True)
+            if trace_cache.shipped(name) is not None:
+                continue
+            try:
+                trace_on_meta(problem, 2, params)
+            except NEEDS_DATA:
+                continue  # traced on CPU ranks, never shipped
+            except ValueError:
+                continue  # does not divide over 2 ranks
+            missing.append(f"{problem.name} {shape}")
+    assert not missing, f"regenerate with python -m pkroof.profilers.trace_cache: {missing}"
+    ring = next(p for p in suite() if p.name == "ring-attention")
+    name = trace_cache.key(ring, 2, ring.params(), None, "meta", any_torch=True)
+    assert trace_cache.shipped(name) == trace_on_meta(ring, 2, ring.params())  # what a trace gives now
