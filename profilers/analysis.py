@@ -77,9 +77,9 @@ def workload_of(
     from . import trace_cache
 
     how = "trace" if cpu_ranks else "meta"
-    if not has_torch():  # the suite's traces ship with the package; anything else needs torch to be traced
-        found = trace_cache.shipped(trace_cache.key(problem, world_size, params, dtype, "meta", any_torch=True))
-        if found is None:
+    if not has_torch():  # the suite's traces ship with the package, in their own dtype; the rest needs torch
+        found = trace_cache.shipped(trace_cache.key(problem, world_size, params, None, "meta", any_torch=True))
+        if found is None or dtype not in (None, found.dtype):
             raise _torch_missing(problem)
         return found
 

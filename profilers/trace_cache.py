@@ -9,7 +9,7 @@ imports code of its own elsewhere is keyed by its own bytes only: after changing
 workload), never code.
 
 The package ships the suite's traces at its named shapes on 2, 8 and 72 ranks (kernels/problems/_traced.jsonl, made
-by `python -m pkroof.profilers.trace_cache`), keyed without torch's version: where torch is not installed, `bound`,
+by `python -m pkroof.profilers.ship_traces`), keyed without torch's version: where torch is not installed, `bound`,
 `advise` and `report` read them instead of tracing. A suite file changed since fails tests/test_trace.py's check.
 """
 
@@ -19,7 +19,6 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +107,7 @@ def put(name: str, workload: Workload) -> None:
 
 
 _shipped: dict[str, Workload] | None = None
-_collect: dict[str, Workload] | None = None  # while ship() runs: every trace under its shipped key
+_collect: dict[str, Workload] | None = None  # while ship_traces runs: every trace under its shipped key
 
 
 def shipped(name: str) -> Workload | None:
@@ -124,41 +123,13 @@ def shipped(name: str) -> Workload | None:
 
 
 def collect(name: str, workload: Workload) -> None:
-    """Keep `workload` under its shipped key `name` while ship() runs (else nothing)."""
+    """Keep `workload` under its shipped key `name` while collecting (profilers/ship_traces.py), else nothing."""
     if _collect is not None:
         _collect[name] = workload
 
 
-def ship(path: Path = SHIPPED, log: Callable[[str], None] = print) -> int:
-    """Trace every suite problem without a hand-written workload at each named shape on SHIPPED_WORLDS ranks (on meta
-    tensors, as the analytic pages do) and write them to `path`; the number written."""
+def collecting(on: bool) -> dict[str, Workload]:
+    """Start (on) or stop collecting every trace under its shipped key; what was collected."""
     global _collect
-    from pkroof.kernels.catalogue import suite
-    from pkroof.topology import PRESETS, resolve
-
-    from .analysis import analyze
-
-    _collect = {}
-    try:
-        topologies = {resolve(n).num_gpus: n for n in PRESETS}
-        for problem in suite():
-            if problem.has_workload:
-                continue
-            for world in SHIPPED_WORLDS:
-                for shape in problem.shapes:
-                    try:
-                        analyze(problem, topology=topologies[world], shape=shape, world_size=world, sweep=True,
-                                cpu_ranks=False, round_size=True)  # fmt: skip
-                    except ValueError as e:  # does not divide, needs data: nothing to ship
-                        log(f"{problem.name} {shape} on {world}: {str(e)[:100]}")
-        lines = [json.dumps({"key": k, "workload": workload_to_dict(w)}) for k, w in _collect.items()]
-    finally:
-        _collect = None
-    path.write_text("".join(sorted(line + "\n" for line in lines)))
-    return len(lines)
-
-
-if __name__ == "__main__":  # the package's own module, not this __main__ copy, holds what analyze() collects
-    from pkroof.profilers import trace_cache
-
-    print(f"wrote {trace_cache.ship()} traces to {SHIPPED}")
+    found, _collect = (_collect or {}), ({} if on else None)
+    return found

@@ -264,7 +264,7 @@ def test_a_reference_that_fails_on_cpu_ranks_is_one_line_saying_why(tmp_path):
     with pytest.raises(TraceError) as e:
         trace(load(str(killed)), 2, {"n": 64})
     message = str(e.value)
-    assert message.startswith("tracing killed at small on 2 CPU ranks was killed (signal 9: out of memory?)")
+    assert message.startswith("tracing killed at small on 2 CPU ranks was killed (SIGKILL: out of memory?)")
     assert "Tensor.item() cannot be called on meta tensors" in message and "\n" not in message
 
 

@@ -256,6 +256,8 @@ def test_the_main_job_runs_without_torch(tmp_path):
     assert "results recorded on the 2xH200 node" in done.stdout
     pages = {p.name for p in (tmp_path / "m").glob("problem-*.html")}
     assert "problem-gemm-reduce-scatter.html" in pages and "problem-all-reduce.html" in pages
+    # a traced problem's roofline over its named shapes comes from the traces the package ships
+    assert '"name":"roof"' in (tmp_path / "m" / "problem-ring-attention.html").read_text()
     _links_resolve(tmp_path / "m")
 
 

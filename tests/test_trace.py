@@ -371,7 +371,7 @@ def test_code_written_for_gpus_traces_where_it_would_run(tmp_path):
 
 
 def test_the_shipped_traces_are_those_of_the_suite_as_it_is():
-    """kernels/problems/_traced.jsonl (python -m pkroof.profilers.trace_cache) holds the suite's traces for
+    """kernels/problems/_traced.jsonl (python -m pkroof.profilers.ship_traces) holds the suite's traces for
     installs without torch, keyed by each file's bytes: a problem file changed since has no entry, and fails here."""
     from pkroof.kernels.catalogue import suite
     from pkroof.profilers import trace_cache
@@ -393,7 +393,7 @@ def test_the_shipped_traces_are_those_of_the_suite_as_it_is():
             except ValueError:
                 continue  # does not divide over 2 ranks
             missing.append(f"{problem.name} {shape}")
-    assert not missing, f"regenerate with python -m pkroof.profilers.trace_cache: {missing}"
+    assert not missing, f"regenerate with python -m pkroof.profilers.ship_traces: {missing}"
     ring = next(p for p in suite() if p.name == "ring-attention")
     name = trace_cache.key(ring, 2, ring.params(), None, "meta", any_torch=True)
     assert trace_cache.shipped(name) == trace_on_meta(ring, 2, ring.params())  # what a trace gives now
