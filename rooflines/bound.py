@@ -370,17 +370,24 @@ def _rate(op: ComputeOp, system: System) -> float:
     return system.sustained_flops_for(op.dtype) if long else system.burst_flops_for(op.dtype)
 
 
+# cuBLAS splits a GEMM along K only where each piece keeps a long K loop: this many FLOPs of a 128×256 tile, K =
+# 2048. The 1024³ fp8 GEMMs of Azure's tables ran at one unsplit wave (H100 7.83 µs, H200 7.38, GB200 4.39: one
+# 128×256 tile of K = 1024 at one SM's share of the rate, 6.3 µs on H100, plus a little), not at the 1.6 µs a
+# 4-way split would give; a GEMM of small M and long K (decode) is split, as its weights' HBM time says it must be
+SPLIT_K_MIN_FLOPS = 2 * 128 * 256 * 2048
+
+
 def _alone_s(op: ComputeOp, system: System) -> float:
     """A compute op as a library kernel runs it alone on every SM: its FLOPs at its rate, and a tiled op (a GEMM) at
-    least its waves of whole tiles, split along K where its tiles leave SMs idle (split-K): the last wave of 132
-    SMs holding 4 tiles costs a whole tile's time, and a GEMM of small M pays for its tiles' padded rows. Azure's
-    cuBLASLt fp8 GEMMs on one H100 ran at 0.88-0.99 of their best rate from 4096³ up, and at 0.2-0.7 below
-    (Azure/AI-benchmarking-guide, ND_H100_v5_results.md)."""
+    least its waves of whole tiles, split along K where its tiles leave SMs idle and K is long (split-K,
+    SPLIT_K_MIN_FLOPS): the last wave of 132 SMs holding 4 tiles costs a whole tile's time, and a GEMM of small M
+    pays for its tiles' padded rows. Azure's cuBLASLt fp8 GEMMs on one H100 ran at 0.88-0.99 of their best rate
+    from 4096³ up, and at 0.2-0.7 below (Azure/AI-benchmarking-guide, ND_H100_v5_results.md)."""
     rate = _rate(op, system)
     t = op.flops / rate
     if op.tile_flops:
         sms = system.sm_count
-        split = max(1, sms // op.num_tiles)
+        split = max(1, min(sms // op.num_tiles, int(op.tile_flops // SPLIT_K_MIN_FLOPS)))
         waves = -(-op.num_tiles * split // sms)
         t = max(t, waves * op.tile_flops / split * sms / rate)
     return t

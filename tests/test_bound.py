@@ -699,16 +699,21 @@ def test_a_short_gemm_is_predicted_at_the_burst_rate_where_one_is_measured():
 
 
 def test_a_gemm_of_few_tiles_splits_along_k_and_pays_its_padded_rows():
-    # M = 64, N = 2048, K = 8192 on 100 SMs: 1 × 8 tiles of 128×256 (the M rows padded to 128), split 100 // 8 = 12
-    # ways along K: 96 pieces, one wave of 2·128·256·8192 / 12 FLOP per SM at 1000e12 / 100; more than the FLOPs at
-    # the peak (half the tile rows are padding). HBM at 300 TB/s, so that it does not bind (at 3 TB/s it would)
+    # M = 64, N = 2048, K = 8192 on 100 SMs: 1 × 8 tiles of 128×256 (the M rows padded to 128), split along K as
+    # far as the SMs allow (100 // 8 = 12) and each piece keeps K ≥ 2048 (8192 // 2048 = 4): 4 ways, 32 pieces, one
+    # wave of 2·128·256·8192 / 4 FLOP per SM at 1000e12 / 100; more than the FLOPs at the peak (half the tile rows
+    # are padding). HBM at 300 TB/s, so that it does not bind (at 3 TB/s it would)
     from pkroof.rooflines.workloads import gemm
 
     m, n, k = 64, 2048, 8192
     p = bound(gemm(m, n, k, "bf16"), make_system(hbm=300e12)).prediction(Mechanism.NCCL, Schedule.SERIAL)
-    waves_s = 1 * 2 * 128 * 256 * k / 12 * 100 / 1000e12
+    split = min(100 // 8, k // 2048)
+    waves_s = 1 * 2 * 128 * 256 * k / split * 100 / 1000e12
     assert waves_s > 2 * m * n * k / 1000e12 and waves_s > 2 * (m * k + k * n + m * n) / 300e12
     assert p.t_s == pytest.approx(waves_s)
+    # K = 1024 is too short to split: one wave of whole tiles
+    short = bound(gemm(m, n, 1024, "bf16"), make_system(hbm=300e12)).prediction(Mechanism.NCCL, Schedule.SERIAL)
+    assert short.t_s == pytest.approx(2 * 128 * 256 * 1024 * 100 / 1000e12)
 
 
 def test_a_pair_within_the_models_error_of_nccls_default_is_not_advised():
