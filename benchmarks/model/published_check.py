@@ -143,10 +143,10 @@ def main(argv: list[str]) -> None:
     print(f"{'all':13} {'both':8} {_stats([r for r in checks if r.kind == 'nccl' and not r.counted])}")
     print("\nGEMMs (cuBLAS alone) and cuBLAS then NCCL (fused problems' unfused baseline)")
     for kind in ("gemm", "fused"):
-        for counted in (True, False):
-            chosen = [r for r in checks if r.kind == kind and r.counted == counted]
+        for split in ("tune", "holdout", "other"):
+            chosen = [r for r in checks if r.kind == kind and (r.split if r.counted else "other") == split]
             if chosen:
-                print(f"{kind:13} {'counted' if counted else 'other':8} {_stats(chosen)}")
+                print(f"{kind:13} {split:8} {_stats(chosen)}")
     if rows:
         print()
         for r in results:
