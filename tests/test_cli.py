@@ -344,3 +344,22 @@ def test_an_implementation_file_that_does_not_import_is_one_line_before_any_rank
     err = _one_line_exit_2(["profile", "all-reduce", "--impl", "f.py:fast", "--out", str(tmp_path)])
     assert err.startswith(f"pkroof: {expected}")
     assert not (tmp_path / "results.jsonl").exists()
+
+
+def test_advice_is_over_nccls_default_and_never_advertises_a_pair_within_the_models_error():
+    # dgx-a100-8, 64 MiB all-reduce: NCCL's tuning model runs ring/simple (A100 has no NVLS); the copy engine is
+    # predicted faster, but by less than WIN (1.1): NCCL's default is the advice, the faster pair kept beside it
+    from pkroof.rooflines.advice import WIN
+
+    out = _json("bound", "all-reduce", "--topology", "dgx-a100-8", "--size", "64MiB")
+    rec = out["recommendation"]
+    assert (rec["mechanism"], rec["headroom"], rec["baseline_assumes"]) == ("nccl", 1.0, "ring/simple")
+    assert rec["fastest_t_s"] < rec["baseline_t_s"] < WIN * rec["fastest_t_s"]
+    assert "no gain the model can claim" in rec["reason"]
+    # every NCCL prediction names its pair, and gives the eager figure beside the graph-captured one: each call
+    # waited on pays the host's launch overhead (21.3 µs, carried from 8×H200) on top
+    nccl = next(p for p in out["predictions"] if p["mechanism"] == "nccl")
+    assert (nccl["algorithms"], nccl["protocols"]) == (["ring"], ["simple"])
+    assert nccl["t_eager_s"] == pytest.approx(nccl["t_s"] + 21.3e-6, rel=1e-3)
+    shown = runner.invoke(app, ["bound", "all-reduce", "--topology", "hgx-h100-8", "--size", "8GiB"]).stdout
+    assert "nvls/simple" in shown  # the text table names the pair NCCL runs too

@@ -275,3 +275,21 @@ def test_a_fused_fixed_cost_names_an_overlapped_schedule_and_device_mechanisms_s
     assert models[Mechanism.TMA].overlap_for("inter-sm") == 5e-6  # unmeasured: the smallest measured one
     assert models[Mechanism.COPY_ENGINE].overlap_for("inter-sm") == 0  # not device-initiated: its own or none
     assert models[Mechanism.SM_STORE].overlap_for("intra-sm") == 0
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda t: t["model"]["lines"].update({"ring/ll256": t["model"]["lines"]["ring/ll"]}), "lines.ring/ll256"),
+        (lambda t: t["sources"].pop("lines.ring/ll"), r"sources\.lines\.ring/ll: missing"),
+        (lambda t: t["sources"].update({"lines.tree/ll": "nccl-h200"}), r"sources\.lines\.tree/ll: names no number"),
+        (lambda t: t["model"].update({"channels": 0}), "channels: must be at least 1"),
+    ],
+)
+def test_a_malformed_nccl_tuning_in_a_topology_file_is_refused_naming_the_field(change, message):
+    # the strict reader decodes NCCL's tuning like every other record: a pair that is not one, a measured line with
+    # no source, a source for a line that is not there, a number out of range
+    data = to_dict(preset("hgx-h200-8"))
+    change(data["mechanisms"]["nccl"]["tuning"])
+    with pytest.raises(TopologyError, match=message):
+        from_dict(data)
