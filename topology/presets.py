@@ -252,7 +252,8 @@ SOURCES: dict[str, Source] = {
         "measured",
         "8x B200: the GPU-count table on AWS p6-b200 (8 GiB, NVLS on and off; NCCL stays on the ring at 4 and 5 "
         "GPUs, NVLS from 6, chosen by NCCL_TUNER_PLUGIN=ofi; 2026-08-09) and nccl-tests 8 MiB-16 GiB on GCP A4 "
-        "(a4-highgpu-8g; busbw 739 at 4 GiB, 840 at 8 GiB: NVLS only from above 4 GiB). Lines fitted by "
+        "(a4-highgpu-8g, 2025-10-26; busbw 739 at 4 GiB, 840 at 8 GiB: NVLS only from above 4 GiB; one process "
+        "driving the 8 GPUs, 'nThread 1 nGpus 8', which may add to its start-up). Lines fitted by "
         f"benchmarks/model/fit_nccl.py to the rows with split=tune of {TABLE}",
         url=f"{STAS}:network/README.md (SHARP); GitHub-hosted guide 'DeepEP 在 GKE B200 GPU 节点上的安装指南' "
         "(search index file 36588483035)",
