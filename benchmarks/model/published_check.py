@@ -57,8 +57,19 @@ def _current(table: Path) -> list[Result]:
     for c in (published.check(r) for r in published.checkable(published.read(table))):
         r = c.row
         out.append(
-            Result(r.id, r.use, r.preset, r.split, r.kind, r.counted, _what(r.fields), c.measured_s, c.t_roof_s,
-                   c.predicted_s, c.assumes)  # fmt: skip
+            Result(
+                r.id,
+                r.use,
+                r.preset,
+                r.split,
+                r.kind,
+                r.counted,
+                _what(r.fields),
+                c.measured_s,
+                c.t_roof_s,
+                c.predicted_s,
+                c.assumes,
+            )
         )
     return out
 
@@ -99,8 +110,19 @@ def _before(table: Path) -> list[Result]:
         p = b.prediction(Mechanism.NCCL, Schedule.SERIAL) if f["kind"] != "custom" else None
         counted = f["machine_matches"].startswith("yes") and not f["suspect"]
         out.append(
-            Result(f["id"], f["use"], f["preset"], f["split"], f["kind"], counted, _what(f), float(f["time_us"]) * 1e-6,
-                   b.t_roof_s, p.t_s if p else None, "")  # fmt: skip
+            Result(
+                f["id"],
+                f["use"],
+                f["preset"],
+                f["split"],
+                f["kind"],
+                counted,
+                _what(f),
+                float(f["time_us"]) * 1e-6,
+                b.t_roof_s,
+                p.t_s if p else None,
+                "",
+            )
         )
     return out
 
@@ -151,8 +173,9 @@ def main(argv: list[str]) -> None:
         print()
         for r in results:
             error = f"{r.error:+7.1%}" if r.error is not None else " " * 7
-            print(f"{r.id:22} {r.preset:12} {r.split:7} {'' if r.counted else 'other':5} {r.what:58} "
-                  f"measured {r.measured_s * 1e6:11.2f} µs  roof {r.roof_s * 1e6:11.2f}  error {error}  {r.assumes}")  # fmt: skip
+            where = f"{r.id:22} {r.preset:12} {r.split:7} {'' if r.counted else 'other':5} {r.what:58}"
+            times = f"measured {r.measured_s * 1e6:11.2f} µs  roof {r.roof_s * 1e6:11.2f}"
+            print(f"{where} {times}  error {error}  {r.assumes}")
 
 
 if __name__ == "__main__":
