@@ -34,7 +34,12 @@ def presets_table() -> str:
 
 
 def _tag(t: Topology, path: str) -> str:
-    return "measured" if t.basis(path) == "measured" else "nominal"
+    return t.basis(path)  # "measured", "carried" (measured on another machine) or "nominal"
+
+
+def _cite(v) -> str:
+    """The cite, then where to read it, when and with what (where the source says)."""
+    return "; ".join(x for x in (v.cite, v.url, v.date, v.software) if x)
 
 
 def _switches(s: ScaleUp) -> str:
@@ -127,7 +132,7 @@ def topology_text(t: Topology) -> str:
     if t.probe is not None and t.probe.health:  # what `pkroof report` shows too: numbers from a degraded node
         lines += ["", f"health flags the probe saw ({len(t.probe.health)}; numbers measured on a degraded node "
                       "understate a healthy one):"] + [f"  {line}" for line in t.probe.health]  # fmt: skip
-    lines += ["", "sources:"] + [f"  {k} ({v.basis}): {v.cite}" for k, v in t.sources.items()]
+    lines += ["", "sources:"] + [f"  {k} ({v.basis}): {_cite(v)}" for k, v in t.sources.items()]
     return "\n".join(lines)
 
 
@@ -145,8 +150,11 @@ def _terms(b: Bound) -> str:
     return "\n".join(lines)
 
 
-def _algorithms(names: tuple[str, ...]) -> str:
-    """One per comm op, runs of the same collapsed: ("one-shot",) * 14 → "one-shot ×14"."""
+def _algorithms(names: tuple[str, ...], protocols: tuple[str, ...] = ()) -> str:
+    """One per comm op, runs of the same collapsed: ("one-shot",) * 14 → "one-shot ×14"; NCCL's with the protocol it
+    assumes ("nvls/simple")."""
+    if protocols:
+        names = tuple(f"{a}/{p}" for a, p in zip(names, protocols, strict=True))
     runs: list[list] = []
     for name in names:
         if runs and runs[-1][0] == name:
@@ -164,7 +172,7 @@ def _predictions(b: Bound) -> str:
             str(p.comm_sms),
             fmt_s(p.t_s),
             f"{b.t_roof_s / p.t_s:.0%}",
-            _algorithms(p.algorithms),
+            _algorithms(p.algorithms, p.protocols if p.mechanism.value == "nccl" else ()),
         ]
         for p in b.predictions
     ]
@@ -188,7 +196,7 @@ def advice_text(b: Bound, advice: Advice) -> str:
         head += f" ({best.comm_sms} comm SMs)"
     head += f": predicted {fmt_s(best.t_s)}, {b.t_roof_s / best.t_s:.0%} of the roofline"
     if advice.baseline:
-        head += f", {advice.headroom:.2f}x over PyTorch + NCCL ({fmt_s(advice.baseline.t_s)})"
+        head += f", {advice.headroom:.2f}x over NCCL's default ({advice.baseline_pair}, {fmt_s(advice.baseline.t_s)})"
     top = [[p.label, p.schedule.value, str(p.comm_sms), fmt_s(p.t_s)] for p in b.predictions[:6]]
     return "\n".join(
         [

@@ -19,6 +19,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from . import nccl
 from .collectives import ZERO, Algorithm, Collective, TieredTraffic, Traffic, hierarchical_traffic, traffic
 from .mechanisms import DEVICE_INITIATED, LL_PUSH, Mechanism, Protocol, Schedule, TransferModel, label
 from .system import System
@@ -96,6 +97,18 @@ class OpCost:
     # copy-engine collective's last chunk's (the rest lands and is copied out or reduced behind later DMAs)
     exposed: float = 1.0
     protocol: Protocol = Protocol.SIMPLE
+    nccl: nccl.NcclChoice | None = None  # NCCL's own pair and costs, where its tuning is known
+    regime: str = ""  # NCCL priced by a probe's fits: which of its regimes ("fit 2/3")
+
+    @property
+    def algorithm_name(self) -> str:
+        return self.algorithm.value if self.nccl is None else self.nccl.algorithm.value
+
+    @property
+    def protocol_name(self) -> str:
+        if self.nccl is not None:
+            return self.nccl.protocol.value
+        return self.regime or self.protocol.value
 
     @property
     def total_s(self) -> float:
@@ -144,6 +157,42 @@ def _network_s(tiers: TieredTraffic, system: System) -> tuple[float, float]:
     return tiers.scaleout.bytes / net.peak_bandwidth_Bps, net.latency_for(tiers.scaleout.num_steps)
 
 
+# the traffic model of each of NCCL's algorithms (collectives.py), for what an overlapped NCCL call stages in HBM
+_NCCL_TRAFFIC = {
+    nccl.NcclAlgorithm.RING: Algorithm.RING,
+    nccl.NcclAlgorithm.TREE: Algorithm.RING,
+    nccl.NcclAlgorithm.NVLS: Algorithm.IN_NETWORK,
+    nccl.NcclAlgorithm.NVLS_TREE: Algorithm.IN_NETWORK,
+    nccl.NcclAlgorithm.P2P: Algorithm.ONE_SHOT,
+    nccl.NcclAlgorithm.SYMMETRIC: Algorithm.ONE_SHOT,
+}
+
+
+def _nccl_cost(op: CommOp, system: System, m: TransferModel, run: nccl.NcclRun | None = None) -> OpCost:
+    """One NCCL call as NCCL runs it by default on this system (rooflines/nccl.py): its algorithm and protocol, its
+    latency and bandwidth time, captured in a graph."""
+    assert m.nccl is not None
+    g = min(op.group_size, system.ranks_per_node)
+    nodes = max(1, op.group_size // g)
+    share = system.network.peak_bandwidth_Bps if nodes > 1 and system.network is not None else 0.0
+    choice = nccl.choose(op.kind, op.size_bytes, g, m.nccl, nodes=nodes, network_share_Bps=share, run=run or m.nccl_run)
+    tiers = _op_traffic(op, system, _NCCL_TRAFFIC[choice.algorithm], op.size_bytes)
+    if tiers is None:  # NCCL's p2p and rings do what its traffic model's one-shot and ring do
+        tiers = _op_traffic(op, system, Algorithm.ONE_SHOT, op.size_bytes)
+    assert tiers is not None, op.kind
+    alg = _NCCL_TRAFFIC[choice.algorithm]
+    return OpCost(alg, choice.bandwidth_s, choice.latency_s, tiers.scaleup + tiers.scaleout, nccl=choice)
+
+
+def _fit_regime(m: TransferModel, kind: str, num_bytes: float) -> str:
+    """Which of a probe's NCCL regimes for `kind` prices `num_bytes` ("fit 2/3"); "" where it fitted none."""
+    regimes = [(lat, peak) for name, lat, peak in m.collective_fits if name == kind]
+    if not regimes:
+        return ""
+    best = min(range(len(regimes)), key=lambda i: regimes[i][0] + num_bytes / regimes[i][1])
+    return f"fit {best + 1}/{len(regimes)}"
+
+
 def _cost(
     op: CommOp,
     system: System,
@@ -167,6 +216,8 @@ def _cost(
     ll = protocol is Protocol.LL
     if ll and m.mechanism not in LL_PUSH:
         return None
+    if m.mechanism is Mechanism.NCCL and m.nccl is not None:
+        return _nccl_cost(op, system, m)
     best: OpCost | None = None
     size = op.size_bytes * read_multiplier
     for alg in _algorithms(m.mechanism, op.kind):
@@ -183,6 +234,12 @@ def _cost(
             model = model.both_ways()
         net_bw_s, net_lat_s = _network_s(tiers, system)
         line_bytes = tiers.scaleup.bytes * (2 if ll else 1)
+        if m.mechanism is Mechanism.MULTIMEM and op.kind is Collective.ALL_REDUCE:
+            # a rank's own chunk crosses its link to the switch too (multimem reads and multicasts go through the
+            # switch for every member): (n+1)/n·S each way, as NCCL's maintainers count NVLS (NVIDIA/nccl-tests#212,
+            # NVIDIA/nccl#2140). The roof keeps S: a bound
+            g = min(op.group_size, system.ranks_per_node)
+            line_bytes *= (g + 1) / g
         bw_s = max(line_bytes / model.bandwidth_Bps(num_ctas), net_bw_s)
         exposed, chunk_latency_s = 1.0, 0.0
         if m.mechanism is Mechanism.COPY_ENGINE and chunked:
@@ -207,7 +264,8 @@ def _cost(
             latency_s = model.latency_for(tiers.scaleup.num_steps) + model.handoff_for(protocol)
         else:
             latency_s = model.latency_for(tiers.scaleup.num_steps + 1) + net_lat_s + model.handoff_s + chunk_latency_s
-        cost = OpCost(alg, bw_s, latency_s, tiers.scaleup + tiers.scaleout, exposed, protocol)
+        regime = _fit_regime(m, op.kind.value, tiers.scaleup.bytes) if m.mechanism is Mechanism.NCCL else ""
+        cost = OpCost(alg, bw_s, latency_s, tiers.scaleup + tiers.scaleout, exposed, protocol, regime=regime)
         if best is None or _choice_s(cost, system, staged) < _choice_s(best, system, staged):
             best = cost
     return best
@@ -227,8 +285,13 @@ class Prediction:
     comm_s: float  # communication's bandwidth time
     latency_s: float
     fill_s: float  # pipeline prologue/epilogue that cannot overlap
-    algorithms: tuple[str, ...]  # per comm op
+    algorithms: tuple[str, ...]  # per comm op (NCCL: the algorithm it picks, "ring", "nvls", "p2p", ...)
     protocol: Protocol = Protocol.SIMPLE
+    protocols: tuple[str, ...] = ()  # per comm op: NCCL's ("ll", "ll128", "simple"), or a probe fit's regime
+    # NCCL only, where its tuning is known: the same calls as eager PyTorch calls the program waits on (t_s is their
+    # time captured in a CUDA graph, as pkroof times), and with buffers registered for NCCL's symmetric kernels
+    t_eager_s: float | None = None
+    t_symmetric_s: float | None = None
 
     @property
     def key(self) -> str:
@@ -321,13 +384,38 @@ SUSTAINED_AFTER_S = 2e-3
 
 
 def _rate(op: ComputeOp, system: System) -> float:
-    """FLOP/s a prediction charges `op`: the sustained rate for a long op (SUSTAINED_AFTER_S), else the peak."""
+    """FLOP/s a prediction charges `op`: the sustained rate for a long op (SUSTAINED_AFTER_S), else the burst rate
+    (a matmul alone after idle: the peak where none is known, a probed node's peak being its measured burst)."""
     peak = system.peak_flops_for(op.dtype)
-    return system.sustained_flops_for(op.dtype) if op.flops / peak >= SUSTAINED_AFTER_S else peak
+    long = op.flops / peak >= SUSTAINED_AFTER_S
+    return system.sustained_flops_for(op.dtype) if long else system.burst_flops_for(op.dtype)
+
+
+# cuBLAS splits a GEMM along K only where each piece keeps a long K loop: this many FLOPs of a 128×256 tile, K =
+# 2048. The 1024³ fp8 GEMMs of Azure's tables ran at one unsplit wave (H100 7.83 µs, H200 7.38, GB200 4.39: one
+# 128×256 tile of K = 1024 at one SM's share of the rate, 6.3 µs on H100, plus a little), not at the 1.6 µs a
+# 4-way split would give; a GEMM of small M and long K (decode) is split, as its weights' HBM time says it must be
+SPLIT_K_MIN_FLOPS = 2 * 128 * 256 * 2048
+
+
+def _alone_s(op: ComputeOp, system: System) -> float:
+    """A compute op as a library kernel runs it alone on every SM: its FLOPs at its rate, and a tiled op (a GEMM) at
+    least its waves of whole tiles, split along K where its tiles leave SMs idle and K is long (split-K,
+    SPLIT_K_MIN_FLOPS): the last wave of 132 SMs holding 4 tiles costs a whole tile's time, and a GEMM of small M
+    pays for its tiles' padded rows. Azure's cuBLASLt fp8 GEMMs on one H100 ran at 0.88-0.99 of their best rate
+    from 4096³ up, and at 0.2-0.7 below (Azure/AI-benchmarking-guide, ND_H100_v5_results.md)."""
+    rate = _rate(op, system)
+    t = op.flops / rate
+    if op.tile_flops:
+        sms = system.sm_count
+        split = max(1, min(sms // op.num_tiles, int(op.tile_flops // SPLIT_K_MIN_FLOPS)))
+        waves = -(-op.num_tiles * split // sms)
+        t = max(t, waves * op.tile_flops / split * sms / rate)
+    return t
 
 
 def _serial_compute_s(w: Workload, system: System) -> float:
-    return sum(max(op.flops / _rate(op, system), op.hbm_bytes / system.hbm_bandwidth_Bps) for op in w.compute)
+    return sum(max(_alone_s(op, system), op.hbm_bytes / system.hbm_bandwidth_Bps) for op in w.compute)
 
 
 def _flops_s(w: Workload, system: System, *, roof: bool = False) -> float:
@@ -383,7 +471,9 @@ def _serial(
     also pays the staging of ordinary tensors through symmetric memory, after the transfers: pkroof's kernels
     on h200x2 measured 5-18% above the sum and 19-55% above the max of the two
     (benchmarks/2026-11-30-kernels-h200x2.md)."""
-    if m.mechanism is Mechanism.NCCL and m.num_ctas_default:
+    if m.mechanism is Mechanism.NCCL and m.nccl is not None:
+        ctas, used = m.nccl.channels, m.nccl.channels
+    elif m.mechanism is Mechanism.NCCL and m.num_ctas_default:
         ctas, used = m.num_ctas_default, m.num_ctas_default
     elif m.uses_sms:
         ctas, used = (comm_sms, comm_sms) if comm_sms else (system.sm_count, min(m.ctas_for(1.0), system.sm_count))
@@ -400,7 +490,15 @@ def _serial(
         comm_s += _staging_s(costs, system)
     lat_s = sum(c.latency_s for c in costs)
     compute_s = _serial_compute_s(w, system)
-    busy_s = max(compute_s + comm_s, w.hbm_bytes / system.hbm_bandwidth_Bps)
+    hbm_s = w.hbm_bytes / system.hbm_bandwidth_Bps
+    busy_s = max(compute_s + comm_s, hbm_s)
+    eager_s = symmetric_s = None
+    if m.mechanism is Mechanism.NCCL and m.nccl is not None:
+        eager_s = busy_s + lat_s + sum(c.nccl.host_overhead_s for c in costs if c.nccl)
+        if "symmetric/ll" in m.nccl.lines:
+            run = dataclasses.replace(m.nccl_run, registered=True)
+            sym = [_nccl_cost(op, system, m, run) for op in w.comm]
+            symmetric_s = max(compute_s + sum(c.bandwidth_s for c in sym), hbm_s) + sum(c.latency_s for c in sym)
     return Prediction(
         m.mechanism,
         Schedule.SERIAL,
@@ -410,8 +508,11 @@ def _serial(
         comm_s,
         lat_s,
         0.0,
-        tuple(c.algorithm.value for c in costs),
+        tuple(c.algorithm_name for c in costs),
         protocol,
+        tuple(c.protocol_name for c in costs),
+        eager_s,
+        symmetric_s,
     )
 
 
@@ -452,7 +553,8 @@ def _overlapped(
         case Schedule.INTRA_SM:
             candidates, staged, tiles = range(1, sm), False, True
         case Schedule.INTER_SM:
-            candidates = [m.num_ctas_default] if m.mechanism is Mechanism.NCCL else range(1, sm)
+            nccl_ctas = m.nccl.channels if m.nccl is not None else m.num_ctas_default
+            candidates = [nccl_ctas] if m.mechanism is Mechanism.NCCL else range(1, sm)
             candidates = [k for k in candidates if 0 < k < sm]
             staged, tiles = True, False
         case Schedule.CE_OVERLAP:
@@ -488,8 +590,10 @@ def _overlapped(
         fill_s = min(compute_s, comm_s) / depth
         t = max(compute_s, hbm_s, comm_s) + lat_s + fill_s
         if best is None or t < best.t_s:
+            algorithms = tuple(c.algorithm_name for c in costs)
+            protocols = tuple(c.protocol_name for c in costs)
             best = Prediction(
-                m.mechanism, schedule, k, t, compute_s, comm_s, lat_s, fill_s, tuple(c.algorithm.value for c in costs)
+                m.mechanism, schedule, k, t, compute_s, comm_s, lat_s, fill_s, algorithms, protocols=protocols
             )
     return best
 

@@ -23,6 +23,9 @@ def _prediction(p: Prediction) -> dict[str, Any]:
         "fill_s": p.fill_s,
         "algorithms": list(p.algorithms),
         "protocol": p.protocol.value,
+        "protocols": list(p.protocols),  # per comm op: NCCL's protocol, or a probe fit's regime
+        "t_eager_s": p.t_eager_s,  # NCCL: the same calls eager, each waited on (t_s: captured in a graph)
+        "t_symmetric_s": p.t_symmetric_s,  # NCCL: with buffers registered for its symmetric kernels
     }
 
 
@@ -79,7 +82,9 @@ def bound_to_dict(b: Bound, advice: Advice) -> dict[str, Any]:
             "comm_sms": advice.best.comm_sms,
             "t_s": advice.best.t_s,
             "baseline_t_s": advice.baseline.t_s if advice.baseline else None,
+            "baseline_assumes": advice.baseline_pair or None,  # what NCCL runs by default, per comm op
             "headroom": advice.headroom,
+            "fastest_t_s": advice.fastest.t_s if advice.fastest else None,  # not advised: within WIN of NCCL's
             "reason": advice.reason,
             "facts": advice.facts,
         },

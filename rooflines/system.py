@@ -22,6 +22,9 @@ class System:
     # FLOP/s per dtype under continuous load, where the GPU runs at its power limit (measured: the probe); the
     # predictions use it, the roof keeps peak_flops. A dtype without one is predicted at its peak.
     sustained_flops: Mapping[str, float] = field(default_factory=dict)
+    # FLOP/s per dtype of a matmul that runs alone, where measured (a datasheet peak is not reached): predictions
+    # of short ops use it; a dtype without one is predicted at its peak
+    burst_flops: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.world_size < 2:
@@ -45,4 +48,7 @@ class System:
         return self.peak_flops[dtype]
 
     def sustained_flops_for(self, dtype: str) -> float:
-        return self.sustained_flops.get(dtype) or self.peak_flops_for(dtype)
+        return self.sustained_flops.get(dtype) or self.burst_flops_for(dtype)
+
+    def burst_flops_for(self, dtype: str) -> float:
+        return self.burst_flops.get(dtype) or self.peak_flops_for(dtype)

@@ -354,6 +354,7 @@ def refit(topology: Topology) -> Topology:
     mechanisms = _kept_handoffs(fresh, topology.mechanisms)
     sources = dict(topology.sources) | NCCL_SOURCES
     records = (topology.gpu, topology.scaleup, topology.nic, *mechanisms.values())
+    records += tuple(m.tuning for m in mechanisms.values() if m.tuning is not None)  # NCCL's cited tuning
     used = {i for r in records if r is not None for i in r.sources.values()}
     return dataclasses.replace(
         topology, mechanisms=mechanisms, probe=probe, sources={k: v for k, v in sources.items() if k in used}
