@@ -24,6 +24,7 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -279,6 +280,11 @@ def from_module(module: ModuleType, name: str, path: Path, *, suite: bool) -> Pr
 
 
 def _import_file(path: Path) -> ModuleType:
+    """Run the file as Python runs a script: its own folder first on the import path, so it may import its
+    neighbours."""
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     spec = importlib.util.spec_from_file_location(f"pkroof_user_problem_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     try:

@@ -8,7 +8,9 @@ or on CPU ranks where it needs values); a sweep only ever traces on meta tensors
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -70,7 +72,15 @@ def workload_of(
 ) -> Workload:
     """The problem's hand-written workload if it has one, else the one traced from its reference; in `dtype` where
     given (a hand-written workload that takes `dtype` gets it, else the trace casts the inputs). `cpu_ranks`
-    False: a reference that needs values is a NeedsDataError instead of a trace on CPU ranks."""
+    False: a reference that needs values is a NeedsDataError instead of a trace on CPU ranks. What the problem's own
+    code prints goes to stderr: stdout is pkroof's (`bound --json`)."""
+    with contextlib.redirect_stdout(sys.stderr):
+        return _workload_of(problem, world_size, params, dtype, cpu_ranks)
+
+
+def _workload_of(
+    problem: Problem, world_size: int, params: dict[str, Any], dtype: str | None, cpu_ranks: bool
+) -> Workload:
     _check_dtype(dtype)
     if problem.has_workload and (dtype is None or problem.workload_takes_dtype):
         return _hand_written(problem, world_size, params, dtype)

@@ -36,7 +36,8 @@ from typing import Any, ClassVar
 
 import torch
 import torch.distributed as dist
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch._subclasses.fake_tensor import FakeTensor
+from torch.utils._python_dispatch import TorchDispatchMode, is_traceable_wrapper_subclass
 from torch.utils._pytree import tree_flatten, tree_map
 from torch.utils.flop_counter import flop_registry
 
@@ -63,10 +64,44 @@ _MATMULS = {torch.ops.aten.mm, torch.ops.aten.addmm, torch.ops.aten.bmm, torch.o
 _CONVOLUTIONS = {p for p in flop_registry if "conv" in str(p)}
 # torch's CPU attention kernel has no formula of its own; it computes what the flash kernel does
 _SDPA_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
-# ops that do more than O(1) arithmetic per element: without a formula they are named, not counted as zero
-_HEAVY = re.compile(
-    r"conv|mm|matmul|attention|fft|linalg|solve|cholesky|qr|svd|eig|lstsq|lu|inverse|det|einsum|tensordot|"
-    r"cdist|bilinear|kron|triangular|gru|lstm|rnn|embedding_bag"
+# ops that do more than O(1) arithmetic per element, by a word of their name: without a formula they are named, not
+# counted as zero ("gelu" or "detach" hold no such word; "linalg_solve_ex" holds two)
+_HEAVY = frozenset(
+    [
+        "conv",
+        "convolution",
+        "mm",
+        "bmm",
+        "matmul",
+        "attention",
+        "fft",
+        "linalg",
+        "solve",
+        "cholesky",
+        "qr",
+        "svd",
+        "eig",
+        "eigh",
+        "eigvals",
+        "lstsq",
+        "lu",
+        "inverse",
+        "det",
+        "slogdet",
+        "pinv",
+        "einsum",
+        "tensordot",
+        "cdist",
+        "bilinear",
+        "kron",
+        "triangular",
+        "gru",
+        "lstm",
+        "rnn",
+        "geqrf",
+        "ormqr",
+        "matrix",
+    ]
 )
 # what a reference whose control flow needs values raises on meta tensors (`.item()`, `.tolist()`, no meta kernel)
 NEEDS_DATA = (RuntimeError, NotImplementedError)
@@ -75,6 +110,10 @@ TRACE_TIMEOUT_S = 300.0  # CPU ranks over gloo: a reference at a real model's sh
 
 class TraceError(ProblemError):
     """A problem could not be traced: its inputs or reference raised, or its CPU ranks died or hung; one line."""
+
+
+class InputChangedError(Exception):
+    """The reference wrote into one of its inputs (raised inside the trace; reported as a TraceError)."""
 
 
 def _nbytes(t: Any) -> int:
@@ -138,8 +177,23 @@ def _list_bytes(tensors: list) -> list[int]:
 def _comm(name: str, args: tuple, n: int, r: int) -> _Comm | None:
     """The collective a c10d (or functional) op of `name` is, on a group of n ranks where this one is r."""
     match name:
-        case "allreduce_" | "allreduce_coalesced_" | "all_reduce" | "all_reduce_coalesced":
+        case (
+            "allreduce_"
+            | "allreduce_coalesced_"
+            | "all_reduce"
+            | "all_reduce_"
+            | "all_reduce_coalesced"
+            | ("all_reduce_coalesced_")
+        ):
             return _Comm(Collective.ALL_REDUCE, sum(map(_nbytes, tree_flatten(args[0])[0])))
+        case "allgather_coalesced_":  # (output lists, inputs)
+            return _Comm(Collective.ALL_GATHER, sum(map(_nbytes, tree_flatten(args[0])[0])))
+        case "all_gather_into_tensor_out":
+            return _Comm(Collective.ALL_GATHER, n * _nbytes(args[0]))
+        case "reduce_scatter_tensor_out":
+            return _Comm(Collective.REDUCE_SCATTER, _nbytes(args[0]))
+        case "shard_dim_alltoall":  # DTensor's Shard(i) → Shard(j): one all-to-all of the local shard
+            return _Comm(Collective.ALL_TO_ALL, _nbytes(args[0]))
         case "_allgather_base_" | "allgather_into_tensor_coalesced_":
             return _Comm(Collective.ALL_GATHER, sum(map(_nbytes, tree_flatten(args[0])[0])))
         case "all_gather_into_tensor" | "all_gather_into_tensor_coalesced":
@@ -166,18 +220,16 @@ def _comm(name: str, args: tuple, n: int, r: int) -> _Comm | None:
             return _Comm(Collective.BROADCAST, sum(map(_nbytes, tree_flatten(args[0])[0])))
         case "reduce_":
             return _Comm(Collective.REDUCE, sum(map(_nbytes, tree_flatten(args[0])[0])))
-        case "gather_":  # (output lists at the root, inputs, group, root)
+        case "gather_":  # (output lists at the root, inputs, group, root): direct, so each rank's own bytes
             own, outs = _nbytes(args[1][0]), _list_bytes(args[0][0]) if args[0] and args[0][0] else []
             root = args[3] if len(args) > 3 and isinstance(args[3], int) else 0
-            even = not outs or len(set(outs)) == 1
             recv = sum(outs) - outs[r] if (outs and r == root) else 0
-            return _uneven(Collective.GATHER, n * own, 0 if r == root else own, recv, even)
-        case "scatter_":  # (outputs, input lists at the root, group, root)
+            return _Comm(Collective.GATHER, n * own, 0 if r == root else own, recv)
+        case "scatter_":  # (outputs, input lists at the root, group, root): direct, so each rank's own bytes
             own, ins = _nbytes(args[0][0]), _list_bytes(args[1][0]) if args[1] and args[1][0] else []
             root = args[3] if len(args) > 3 and isinstance(args[3], int) else 0
-            even = not ins or len(set(ins)) == 1
             send = sum(ins) - ins[r] if (ins and r == root) else 0
-            return _uneven(Collective.SCATTER, n * own, send, 0 if r == root else own, even)
+            return _Comm(Collective.SCATTER, n * own, send, 0 if r == root else own)
     return None
 
 
@@ -199,7 +251,8 @@ def _all_to_all_single(name: str, args: tuple, n: int, r: int) -> _Comm:
     return _uneven(Collective.ALL_TO_ALL, _nbytes(inp), send, recv, even)
 
 
-_P2P = {"send": "send", "recv_": "recv", "recv_any_source_": "recv"}
+_P2P = {"send": "send", "recv_": "recv", "recv_any_source_": "recv", "isend": "send", "irecv": "recv"}
+_COMM_NAMESPACES = ("c10d", "_c10d_functional", "_dtensor")
 _IGNORED = {"barrier", "monitored_barrier_", "wait_tensor", "_wrap_tensor_autograd"}
 
 
@@ -243,6 +296,9 @@ def _fft_flops(packet: Any, args: tuple, out: Any) -> float:
 _FFTS = {torch.ops.aten._fft_r2c, torch.ops.aten._fft_c2c, torch.ops.aten._fft_c2r}
 
 
+_RECORDING: list[_Recorder] = []  # the recorders active now (innermost last)
+
+
 @dataclass
 class _Recorder(TorchDispatchMode):
     """One rank's trace: FLOPs by the dtype they are charged at, tensors read from outside, collectives and the
@@ -260,9 +316,19 @@ class _Recorder(TorchDispatchMode):
     read: dict[int, int] = field(default_factory=dict)  # id of a base tensor read from outside → its bytes
     _made: dict[int, tuple[Any, frozenset[int]]] = field(default_factory=dict)  # tensors made here → their deps
     _open_p2p: int | None = None  # the point-to-point step still being issued
+    _host: frozenset[int] = frozenset()  # collectives whose results the host has waited for
+    inputs: set[int] = field(default_factory=set)  # ids of the inputs' base tensors (module parameters included)
 
     def __post_init__(self) -> None:
         super().__init__()
+
+    def __enter__(self) -> _Recorder:
+        _RECORDING.append(self)
+        return super().__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        _RECORDING.remove(self)
+        return super().__exit__(*exc)
 
     # --- tensors made here, and the collectives their data depends on
     def _deps(self, t: torch.Tensor) -> frozenset[int] | None:
@@ -272,26 +338,57 @@ class _Recorder(TorchDispatchMode):
     def _mark(self, t: torch.Tensor, deps: frozenset[int]) -> None:
         self._made[id(t)] = (weakref.ref(t), deps)
 
-    def _reads(self, tensors: list[torch.Tensor]) -> frozenset[int]:
+    def _reads(self, tensors: list[torch.Tensor], *, external: bool = True) -> frozenset[int]:
+        """The collectives these tensors' data depend on; with `external`, a tensor not made here counts as read."""
         deps: set[int] = set()
         for t in tensors:
             mine = self._deps(t)
             if mine is None:
-                base = _base(t)
-                self.read.setdefault(id(base), _nbytes(base))
+                if external:
+                    base = _base(t)
+                    self.read.setdefault(id(base), _nbytes(base))
             else:
                 deps |= mine
         return frozenset(deps)
+
+    def host_waits(self, tensors: list[torch.Tensor]) -> None:
+        """The host read these tensors' values (`.item()`, `.tolist()`): what they depend on comes before every
+        collective issued from now on."""
+        self._host |= self._reads(tensors, external=False)
+
+    def _check_writes(self, func: Any, args: tuple, kwargs: dict, name: str, comm: bool) -> None:
+        """A reference must not change its inputs (the profiler compares implementations on untouched ones)."""
+        if comm:
+            written = [] if (func.namespace != "c10d" or name in ("send", "isend")) else tree_flatten(args[0])[0]
+        else:
+            written = self._written(func, args, kwargs, None)
+        for t in written:
+            if isinstance(t, torch.Tensor) and id(_base(t)) in self.inputs:
+                raise InputChangedError(
+                    f"it changes one of its inputs ({func.namespace}.{name} writes into it): clone it first, as the "
+                    "profiler checks every implementation on inputs the reference left as they were"
+                )
 
     def declare_read(self, tensors: list[torch.Tensor]) -> None:
         """Count these (the inputs, their modules' parameters) as read once, whether or not an op touches them."""
         for t in tensors:
             base = _base(t)
             self.read.setdefault(id(base), _nbytes(base))
+            self.inputs.add(id(base))
 
     # --- collectives
     def _record(self, name: str, args: tuple, kwargs: dict, deps: frozenset[int]) -> int | None:
         n, r = _group(args, kwargs) or (self.world_size, self.rank)
+        deps = deps | self._host  # what the host waited for before issuing it: a step before this one
+        if name == "batch_p2p_ops":  # functional: (ops, peers, tags, tensors, group): one step, issued together
+            kinds, tensors = args[0], args[3]
+            send = float(sum(_nbytes(x) for k, x in zip(kinds, tensors, strict=False) if "send" in str(k)))
+            recv = float(sum(_nbytes(x) for k, x in zip(kinds, tensors, strict=False) if "recv" in str(k)))
+            self._open_p2p = None
+            self.events.append(
+                _Event(Collective.SEND_RECV, max(send, recv), 2, send, recv, set(deps), bool(self.flops))
+            )
+            return len(self.events) - 1
         if name in _P2P:
             nbytes = sum(map(_nbytes, tree_flatten(args[0])[0]))
             send, recv = (nbytes, 0.0) if _P2P[name] == "send" else (0.0, nbytes)
@@ -308,7 +405,8 @@ class _Recorder(TorchDispatchMode):
             self._open_p2p = len(self.events) - 1
             return self._open_p2p
         comm = _comm(name, args, n, r)
-        if comm is None:
+        if comm is None:  # a communication op pkroof does not model: named, not silently left out
+            self.uncounted[f"communication {name}"] += 1
             return None
         self._open_p2p = None
         self.events.append(_Event(comm.kind, comm.size, n, comm.send, comm.recv, set(deps), bool(self.flops)))
@@ -343,8 +441,16 @@ class _Recorder(TorchDispatchMode):
         kwargs = kwargs or {}
         name = func._overloadpacket.__name__
         inputs = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
-        deps = self._reads(inputs)
-        if func.namespace in ("c10d", "_c10d_functional") and name not in _IGNORED:
+        if any(is_traceable_wrapper_subclass(t) for t in inputs):  # DTensor & co.: count the local ops they run
+            return NotImplemented
+        if any(isinstance(t, FakeTensor) for t in inputs):  # shapes worked out (DTensor's sharding propagation)
+            return func(*args, **kwargs)
+        comm = func.namespace in _COMM_NAMESPACES and name not in _IGNORED
+        deps = self._reads(inputs, external=not comm)  # what collectives move crosses HBM in their own term
+        if name == "_local_scalar_dense":  # .item(): the host waits for this value before it issues anything more
+            self.host_waits(inputs)
+        self._check_writes(func, args, kwargs, name, comm)
+        if comm:
             event = self._record(name, args, kwargs, deps)
             out = self._padded(func, name, args)
             out = func(*args, **kwargs) if out is None else out
@@ -388,7 +494,7 @@ class _Recorder(TorchDispatchMode):
                 batch = math.prod(out.shape[:-2])
                 tiles = batch * math.ceil(out.shape[-2] / GEMM_TILE_M) * math.ceil(out.shape[-1] / GEMM_TILE_N)
                 self.tiles = max(self.tiles, tiles)
-        elif _HEAVY.search(packet.__name__) and func.namespace == "aten":
+        elif func.namespace == "aten" and _HEAVY & set(packet.__name__.split("_")):
             self.uncounted[f"aten.{packet.__name__}"] += 1
 
     def _charged_at(self, packet: Any, dtype: torch.dtype) -> str:
@@ -402,6 +508,11 @@ class _Recorder(TorchDispatchMode):
 
     # --- the rank's workload
     def workload(self, problem: Problem, out: Any, params: dict[str, Any], dtype: str) -> Workload:
+        if not _tensors(out):
+            raise TraceError(
+                f"{problem.path}: reference() returned {type(out).__name__}, no tensor: every rank returns its output "
+                "(a tensor or a tuple of them), which the profiler compares"
+            )
         hbm = sum(self.read.values()) + sum(map(_nbytes, _tensors(out)))
         compute: tuple[ComputeOp, ...] = ()
         if self.flops:  # one op per peak the FLOPs are charged at, the main one (most FLOPs) first with the bytes
@@ -423,7 +534,7 @@ class _Recorder(TorchDispatchMode):
             )
             for i, e in enumerate(self.events)
         )
-        numeric = {k: float(v) for k, v in params.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        numeric = {k: v for k, v in params.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
         return Workload(
             problem.name,
             compute,
@@ -469,6 +580,8 @@ class _OnTraceDevice(torch.overrides.TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
+        if func in (torch.Tensor.tolist, torch.Tensor.numpy) and _RECORDING:  # the host reads values: it waits
+            _RECORDING[-1].host_waits([args[0]])
         if func is torch.Tensor.cuda:
             return args[0].to(self.device)
         if _cuda_like(kwargs.get("device")):

@@ -343,11 +343,13 @@ class Bound:
 
 @dataclass(frozen=True)
 class _LinkFloor:
-    seconds: float
+    seconds: float  # the busier direction's bytes at the tier's rate
     num_bytes: float
     bandwidth_Bps: float
     tier: str
     latency_s: float
+    send_bytes: float = 0.0  # each direction's bytes on that tier
+    recv_bytes: float = 0.0
 
 
 def _link_floor(op: CommOp, system: System) -> _LinkFloor:
@@ -363,10 +365,12 @@ def _link_floor(op: CommOp, system: System) -> _LinkFloor:
             net_bw_s, net_lat_s = _network_s(tiers, system)
             up_s = tiers.scaleup.bytes / m.peak_bandwidth_Bps
             if net_bw_s > up_s:
-                net = system.network
-                cand = _LinkFloor(net_bw_s, tiers.scaleout.bytes, net.peak_bandwidth_Bps, "scale-out", 0.0)
+                net, out = system.network, tiers.scaleout
+                cand = _LinkFloor(net_bw_s, out.bytes, net.peak_bandwidth_Bps, "scale-out", 0.0, out.send_bytes,
+                                  out.recv_bytes)  # fmt: skip
             else:
-                cand = _LinkFloor(up_s, tiers.scaleup.bytes, m.peak_bandwidth_Bps, "scale-up", 0.0)
+                up = tiers.scaleup
+                cand = _LinkFloor(up_s, up.bytes, m.peak_bandwidth_Bps, "scale-up", 0.0, up.send_bytes, up.recv_bytes)
             latency = min(latency, m.latency_for(tiers.scaleup.num_steps) + net_lat_s)
             if best is None or cand.seconds < best.seconds:
                 best = cand
@@ -694,16 +698,32 @@ class _Terms:
     peak_flops: float
 
 
+def _link_s(ops: tuple[CommOp, ...], floors: list[_LinkFloor], tier: str) -> tuple[float, float]:
+    """(seconds, bytes) the busiest rank's link on `tier` needs at least: each direction carries all its bytes
+    (sends out, receives in), and ops that depend on one another cannot overlap, so a chain of them carries each
+    op's busier direction in turn; the longer of the two. Ops of a hand-written workload run in order: the sum."""
+    mine = [(op, f) if f.tier == tier else (op, dataclasses.replace(f, seconds=0.0, num_bytes=0.0)) for op, f in
+            zip(ops, floors, strict=True)]  # fmt: skip
+    chain_s = _chain_s(ops, [f.seconds for _, f in mine])
+    chain_bytes = _chain_s(ops, [f.num_bytes for _, f in mine])
+    sends = [f.send_bytes / f.bandwidth_Bps for _, f in mine if f.seconds]
+    recvs = [f.recv_bytes / f.bandwidth_Bps for _, f in mine if f.seconds]
+    sent, received = sum(sends), sum(recvs)
+    if chain_s >= max(sent, received):
+        return chain_s, chain_bytes
+    busier = [f.send_bytes if sent >= received else f.recv_bytes for _, f in mine if f.seconds]
+    return max(sent, received), sum(busier)
+
+
 def _terms(w: Workload, system: System) -> _Terms:
     """The roof's terms for one rank's view."""
     flops_s = _flops_s(w, system, roof=True)
     total_flops = sum(op.flops for op in w.compute)
     floors = [_link_floor(op, system) for op in w.comm]
     tiers = {f.tier for f in floors} or {"scale-up"}
-    seconds = {t: sum(f.seconds for f in floors if f.tier == t) for t in tiers}
-    tier = max(seconds, key=seconds.__getitem__)
-    link_s = seconds[tier]
-    link_bytes = sum(f.num_bytes for f in floors if f.tier == tier)
+    link = {t: _link_s(w.comm, floors, t) for t in tiers}
+    tier = max(link, key=lambda t: link[t][0])
+    link_s, link_bytes = link[tier]
     best_peak = max((m.peak_bandwidth_Bps for m in system.available), default=0.0)
     return _Terms(
         compute_s=flops_s,

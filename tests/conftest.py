@@ -58,3 +58,17 @@ def pytest_collection_modifyitems(config, items):
             gpus = _num_gpus() if gpus is None else gpus
             if gpus < need:
                 item.add_marker(pytest.mark.skip(reason=f"needs {need} NVIDIA GPU(s), found {gpus}"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _own_trace_cache(tmp_path_factory):
+    """Tests never read or fill the user's trace cache (~/.cache/pkroof/traces): one of their own, per session."""
+    import os
+
+    before = os.environ.get("PKROOF_TRACE_CACHE")
+    os.environ["PKROOF_TRACE_CACHE"] = str(tmp_path_factory.mktemp("trace-cache"))
+    yield
+    if before is None:
+        os.environ.pop("PKROOF_TRACE_CACHE", None)
+    else:
+        os.environ["PKROOF_TRACE_CACHE"] = before

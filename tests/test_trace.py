@@ -174,14 +174,14 @@ def test_uneven_all_to_all_is_charged_its_real_bytes(tmp_path):
     assert bound(w, resolve("h200x2").system(2)).link_bytes_per_rank == 3 * 256
 
 
-def _latency(tmp_path, name: str, reference: str, world: int = 2) -> float:
+def _latency(tmp_path, name: str, reference: str, world: int = 2, *, how=trace_on_meta) -> float:
     p = _file(
         tmp_path,
         name,
         "def inputs(rank, world_size, *, seed, device, n=1024):\n"
         "    return tuple(torch.ones(n, device=device) for _ in range(3))\n\n" + reference,
     )
-    return bound(trace_on_meta(p, world, p.params()), resolve("h200x2").system(world)).t_latency_s
+    return bound(how(p, world, p.params()), resolve("h200x2").system(world)).t_latency_s
 
 
 def test_independent_collectives_overlap_and_dependent_ones_chain(tmp_path):
@@ -397,3 +397,113 @@ def test_the_shipped_traces_are_those_of_the_suite_as_it_is():
     ring = next(p for p in suite() if p.name == "ring-attention")
     name = trace_cache.key(ring, 2, ring.params(), None, "meta", any_torch=True)
     assert trace_cache.shipped(name) == trace_on_meta(ring, 2, ring.params())  # what a trace gives now
+
+
+def test_opposite_directions_of_independent_ops_overlap(tmp_path):
+    # rank 0 gathers 1 MiB from rank 1 while it scatters 1 MiB to it (independent data): its link carries 1 MiB each
+    # way at once, so the busier direction is 1 MiB (a sum of the two ops' busier directions would say 2 MiB)
+    p = _file(
+        tmp_path,
+        "both_ways",
+        "def inputs(rank, world_size, *, seed, device, n=131072):\n"
+        "    return torch.ones(n, device=device), torch.ones(2 * n, device=device)\n\n"
+        "def reference(mine, whole):\n"
+        "    rank, world = dist.get_rank(), dist.get_world_size()\n"
+        "    got = [torch.empty_like(mine) for _ in range(world)] if rank == 0 else None\n"
+        "    dist.gather(mine, got, dst=0)\n"
+        "    part = torch.empty_like(mine)\n"
+        "    dist.scatter(part, list(whole.chunk(world)) if rank == 0 else None, src=0)\n"
+        "    return (torch.cat(got) if rank == 0 else mine.clone()), part\n",
+    )
+    n = 131072
+    b = bound(trace_on_meta(p, 2, p.params()), resolve("h200x2").system(2))
+    assert b.link_bytes_per_rank == n * 4  # 512 KiB of fp32 each way on rank 0: the busier direction once
+
+
+def test_a_value_the_host_reads_orders_the_collectives_after_it(tmp_path):
+    # MoE dispatch: counts exchanged, read on the host (.tolist()), then the tokens exchanged by those counts: the
+    # second all-to-all cannot start before the first has finished: two steps, where two independent ones are one
+    chained = _latency(
+        tmp_path,
+        "counts",
+        "def reference(a, b, c):\n"
+        "    counts = torch.tensor([1, 1], dtype=torch.int64, device=a.device)\n"
+        "    got = torch.empty_like(counts)\n"
+        "    dist.all_to_all_single(got, counts)\n"
+        "    rows = got.tolist()\n"
+        "    out = a.new_empty(sum(rows) * 512)\n"
+        "    dist.all_to_all_single(out, a, [r * 512 for r in rows], [512, 512])\n"
+        "    return out\n",
+        how=trace,  # .tolist() needs values: CPU ranks
+    )
+    one = _latency(tmp_path, "single", "def reference(a, b, c):\n    out = torch.empty_like(a)\n"
+                   "    dist.all_to_all_single(out, a)\n    return out\n")  # fmt: skip
+    assert chained == pytest.approx(2 * one)
+
+
+def test_dtensor_ops_are_counted_once(tmp_path):
+    # a Shard(1) @ Shard(0) DTensor matmul is one local [64, 128] @ [128, 256] matmul per rank: 2·64·128·256 FLOPs
+    # (the DTensor-level op and the local one it runs are the same work); Partial → Replicate is one all-reduce
+    p = _file(
+        tmp_path,
+        "dtensor",
+        "from torch.distributed.device_mesh import init_device_mesh\n"
+        "from torch.distributed.tensor import DTensor, Partial, Replicate, Shard\n\n"
+        "def inputs(rank, world_size, *, seed, device, m=64, k=256, n=256):\n"
+        "    return torch.ones(m, k // world_size, device=device), torch.ones(k // world_size, n, device=device)\n\n"
+        "def reference(x, w):\n"
+        "    mesh = init_device_mesh('cuda', (dist.get_world_size(),))  # as torchtitan writes it\n"
+        "    a = DTensor.from_local(x, mesh, [Shard(1)])\n"
+        "    b = DTensor.from_local(w, mesh, [Shard(0)])\n"
+        "    return (a @ b).redistribute(mesh, [Replicate()]).to_local()\n",
+    )
+    w = trace_on_meta(p, 2, p.params())
+    assert w.flops_by_dtype == {"fp32": 2 * 64 * 128 * 256}
+    assert [(op.kind, op.size_bytes) for op in w.comm] == [(Collective.ALL_REDUCE, 64 * 256 * 4)]
+    # read: x [64, 128] and w [128, 256]; written: the [64, 256] output
+    assert w.hbm_bytes == 4 * (64 * 128 + 128 * 256 + 64 * 256)
+
+
+def test_functional_in_place_collectives_are_counted(tmp_path):
+    p = _file(
+        tmp_path,
+        "funcol",
+        "def inputs(rank, world_size, *, seed, device, n=4096):\n    return (torch.ones(n, device=device),)\n\n"
+        "def reference(x):\n"
+        "    y = x.clone()\n"
+        "    torch.ops._c10d_functional.all_reduce_(y, 'sum', dist.group.WORLD.group_name)\n"
+        "    torch.ops._c10d_functional.wait_tensor(y)\n"
+        "    return y\n",
+    )
+    w = trace_on_meta(p, 2, p.params())
+    assert [(op.kind, op.size_bytes) for op in w.comm] == [(Collective.ALL_REDUCE, 4096 * 4)]
+
+
+def _error(*args) -> str:
+    done = CliRunner().invoke(app, ["bound", *args])
+    assert done.exit_code == 2, done.output
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.output
+    return done.stderr
+
+
+def test_a_reference_that_breaks_the_contract_is_one_line(tmp_path):
+    body = "def inputs(rank, world_size, *, seed, device, n=64):\n    return (torch.ones(n, device=device),)\n\n"
+    changes = tmp_path / "changes.py"
+    changes.write_text(HEAD + body + "def reference(x):\n    dist.all_reduce(x)\n    return x\n")
+    assert "changes one of its inputs" in _error(str(changes), "-t", "h200x2")
+    nothing = tmp_path / "nothing.py"
+    nothing.write_text(HEAD + body + "def reference(x):\n    dist.all_reduce(x.clone())\n")
+    assert "returned NoneType, no tensor" in _error(str(nothing), "-t", "h200x2")
+
+
+def test_a_problem_file_may_import_its_neighbours_and_print(tmp_path):
+    (tmp_path / "shapes_helper.py").write_text("ROWS = 32\n")
+    path = tmp_path / "neighbour.py"
+    path.write_text(
+        HEAD + "from shapes_helper import ROWS\n\n"
+        "def inputs(rank, world_size, *, seed, device, n=64):\n"
+        "    print('drawing inputs')\n    return (torch.ones(ROWS, n, device=device),)\n\n"
+        "def reference(x):\n    out = x.clone()\n    dist.all_reduce(out)\n    return out\n"
+    )
+    out = _json(str(path), "-t", "h200x2")  # stdout holds the JSON alone: what the file prints goes to stderr
+    assert out["comm"][0]["size_bytes"] == 32 * 64 * 4
