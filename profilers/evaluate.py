@@ -17,6 +17,7 @@ from typing import Any
 
 from pkroof.kernels.catalogue import Problem, is_suite_problem, load
 from pkroof.rooflines import Workload
+from pkroof.rooflines.export import bandwidths
 from pkroof.rooflines.workload import workload_from_dict
 from pkroof.topology import Topology
 
@@ -28,6 +29,8 @@ DERIVED = (
     "t_roof_s",
     "fraction_of_roofline",
     "achieved_link_Bps",
+    "algbw_Bps",
+    "busbw_Bps",
     "speedup_vs_reference",
     "predicted_s",
     "prediction_error",
@@ -70,6 +73,8 @@ def derive(record: dict[str, Any], pa: ProblemAnalysis, reference_s: float | Non
     if median is not None:
         out["fraction_of_roofline"] = b.t_roof_s / median if gpu else None
         out["achieved_link_Bps"] = b.link_bytes_per_rank / median if (gpu and b.link_bytes_per_rank) else None
+        if gpu:  # nccl-tests' algbw and busbw, where the problem is one collective and nothing else
+            out |= bandwidths(b.workload, median)
         out["speedup_vs_reference"] = reference_s / median if reference_s and record["impl"] != "reference" else None
     if record.get("mechanism") and record.get("schedule"):
         try:

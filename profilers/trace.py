@@ -189,6 +189,11 @@ def _recast(inputs: tuple, dtype: str | None, world_size: int) -> tuple[tuple, _
     return cast, _Recorder(world_size, to, dtype)
 
 
+def cast_inputs(inputs: tuple, dtype: str) -> tuple:
+    """The inputs with those of the problem's own floating dtype cast to `dtype` (the profiler's `--dtype`)."""
+    return _recast(inputs, dtype, 1)[0]
+
+
 def trace_on_meta(
     problem: Problem, world_size: int, params: dict[str, Any], *, seed: int = 0, dtype: str | None = None
 ) -> Workload:

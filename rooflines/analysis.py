@@ -60,7 +60,7 @@ class SweepPoint:
 class Analysis:
     workload: Workload
     bound: Bound
-    advice: Advice
+    advice: Advice | None  # None: nothing to communicate and no peer to do it with (one GPU): no pair to advise
     sweep: tuple[SweepPoint, ...] = field(default=())  # ascending size
 
     def to_dict(self) -> dict[str, Any]:
@@ -71,6 +71,13 @@ class Analysis:
 def analyze(workload: Workload, system: System, *, sweep: Iterable[Workload] = ()) -> Analysis:
     """The workload's bound and advice on `system`, and the bound of each workload in `sweep` (the same problem at
     other sizes or shapes), sorted by size."""
+    if workload.comm and system.world_size == 1 and not system.available:
+        kinds = ", ".join(dict.fromkeys(op.kind.value for op in workload.comm))
+        raise ValueError(
+            f"{system.name} has one GPU and no peer, but {workload.name} communicates ({kinds}): bound it on a "
+            "topology with peers (pkroof presets lists them); one GPU bounds compute and HBM only"
+        )
     b = bound(workload, system)
     points = sorted((SweepPoint.of(bound(w, system)) for w in sweep), key=lambda p: p.size_bytes)
-    return Analysis(workload, b, advise(b), tuple(points))
+    advice = advise(b) if (b.predictions or workload.comm) else None
+    return Analysis(workload, b, advice, tuple(points))
