@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from pkroof.rooflines import Collective, bus_bandwidth_factor
+
 from .files import load
 from .model import GPU, NIC, MechanismSpec, ScaleUp, Source, Topology
 
@@ -286,8 +288,8 @@ def _device_mechanisms(
 
 
 def _nvls_link_rate(busbw_GBps: float, n: int) -> float:
-    """NVLS all-reduce moves S per rank each way, so its link rate is algbw = busbw / (2(n−1)/n)."""
-    return busbw_GBps * GB / (2 * (n - 1) / n)
+    """NVLS all-reduce moves S per rank each way, so its link rate is algbw = busbw / nccl-tests' factor (2(n−1)/n)."""
+    return busbw_GBps * GB / bus_bandwidth_factor(Collective.ALL_REDUCE, n)
 
 
 def _hopper(name: str, description: str, gpu: GPU, nvls: str, nvls_busbw: float, carried: str = "") -> Topology:
