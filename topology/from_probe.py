@@ -14,7 +14,15 @@ from pkroof.rooflines.bound import nccl_traffic
 from pkroof.runtime.nvml import NA
 
 from .discover import Discovery
-from .fit import CtaFit, SizeFit, efficient_size_bytes, envelope_cta_sweep, envelope_regimes, envelope_size_sweep
+from .fit import (
+    CtaFit,
+    SizeFit,
+    efficient_size_bytes,
+    envelope_chain,
+    envelope_cta_sweep,
+    envelope_regimes,
+    envelope_size_sweep,
+)
 from .model import GPU, NIC, CollectiveFit, Curve, Fit, MechanismSpec, Probe, ScaleUp, Source, Topology, set_numbers
 
 ARCH = {(8, 0): "ampere", (8, 6): "ampere", (8, 9): "ada", (9, 0): "hopper", (10, 0): "blackwell"}
@@ -72,11 +80,13 @@ def _fit(mechanism: str, size_curve: Curve, cta_curve: Curve | None) -> Fit:
     )
 
 
-def _nccl_fits(curve: Curve, world: int) -> list[Fit]:
+def _nccl_fits(curve: Curve, world: int, *, chained: bool = False) -> list[Fit]:
     """t against the link bytes of one call (ring all-reduce: 2(n−1)/n·S), so β is a link rate like the others;
-    one line per size regime NCCL's protocol and channel choices make (fit.envelope_regimes)."""
+    one line per size regime NCCL's protocol and channel choices make (fit.envelope_regimes; `chained`: the runs
+    share their ends and there may be more of them, fit.envelope_chain, for nccl-tests' dense sweeps)."""
     kind = Collective(curve.name.removeprefix("nccl "))
-    regimes = envelope_regimes([nccl_traffic(kind, s, world).bytes for s in curve.x], curve.median_s)
+    fitter = envelope_chain if chained else envelope_regimes
+    regimes = fitter([nccl_traffic(kind, s, world).bytes for s in curve.x], curve.median_s)
     return [
         Fit(
             "nccl",
@@ -95,8 +105,11 @@ def _nccl_fits(curve: Curve, world: int) -> list[Fit]:
     ]
 
 
-def fit_curves(curves: tuple[Curve, ...], world: int) -> tuple[tuple[Fit, ...], list[str]]:
-    """One Fit per mechanism that has curves; notes on the choices made."""
+def fit_curves(
+    curves: tuple[Curve, ...], world: int, *, chained_nccl: bool = False
+) -> tuple[tuple[Fit, ...], list[str]]:
+    """One Fit per mechanism that has curves (NCCL's fitted as _nccl_fits(chained=chained_nccl)); notes on the
+    choices made."""
     by_name = {c.name: c for c in curves if c.verified}
     fits, notes = [], []
     for mech, direction in (("copy-engine", "pull"), ("sm-load", "pull"), ("sm-store", "push")):
@@ -115,7 +128,7 @@ def fit_curves(curves: tuple[Curve, ...], world: int) -> tuple[tuple[Fit, ...], 
     for kind in NCCL_KINDS:  # all-reduce first: the mechanism's general model comes from it
         curve = _curve(by_name, f"nccl {kind}")
         if curve is not None:
-            fits += _nccl_fits(curve, world)
+            fits += _nccl_fits(curve, world, chained=chained_nccl)
     net = _curve(by_name, "network send-recv")
     if net is not None:
         fits.append(_fit("network", net, None))
@@ -258,7 +271,7 @@ def _mechanisms(
     if "all-reduce" not in nccl:
         out["nccl"] = MechanismSpec(False, 0.0, 0.0, None, note="the probe could not measure NCCL")
     else:
-        collectives = {kind: tuple(_nccl_collective(kind, f, world) for f in fs) for kind, fs in nccl.items()}
+        collectives = nccl_regimes(fits, world)
         # for collectives the probe did not time: the all-reduce's small-size α and large-size β (optimistic
         # between its regimes, so the headroom quoted over NCCL there is understated, never overstated)
         small, large = collectives["all-reduce"][0], collectives["all-reduce"][-1]
@@ -288,6 +301,16 @@ def _mechanisms(
             collectives,
         )
     return out
+
+
+def nccl_regimes(fits: tuple[Fit, ...], world: int) -> dict[str, tuple[CollectiveFit, ...]]:
+    """Each collective's NCCL regimes (smallest sizes first) from its fits on `world` ranks, as the model charges
+    them (α less the steps after the first, _nccl_collective)."""
+    out: dict[str, list[CollectiveFit]] = {}
+    for f in sorted((f for f in fits if f.mechanism == "nccl"), key=lambda f: f.regime):
+        kind = f.curve.removeprefix("nccl ")
+        out.setdefault(kind, []).append(_nccl_collective(kind, f, world))
+    return {kind: tuple(regimes) for kind, regimes in out.items()}
 
 
 def _nccl_collective(kind: str, fit: Fit, world: int) -> CollectiveFit:
@@ -345,6 +368,13 @@ def refit(topology: Topology) -> Topology:
     """Re-derive the fits and the mechanisms of a probed topology from its recorded curves (after a model change)."""
     if topology.probe is None:
         raise ValueError(f"{topology.name} holds no probe measurements to fit")
+    if any(note.startswith("calibrated later: pkroof topology import") for note in topology.probe.notes) or (
+        topology.probe.command.startswith("pkroof topology import")
+    ):
+        raise ValueError(
+            f"{topology.name} was calibrated by pkroof topology import: refit its base, then import the same files "
+            "again (a refit would fit the imported curves as the probe's)"
+        )
     world = topology.nodes * topology.gpus_per_node  # the ranks the probe ran, as in build_topology
     fits, notes = fit_curves(topology.probe.curves, world)
     probe = dataclasses.replace(

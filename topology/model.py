@@ -325,11 +325,8 @@ class Topology:
                         f"mechanisms.{name}.{field_name}: {rate:.4g} exceeds the scale-up "
                         f"link's {self.scaleup.total_bandwidth_Bps:.4g} B/s per direction"
                     )
-        if (self.scaleup.kind == "none") != (self.gpus_per_node == 1):
-            raise ValueError(
-                f"scaleup.kind: 'none' (no peer) goes with one GPU per node, and only with it; this node has "
-                f"{self.gpus_per_node} GPUs and scale-up kind {self.scaleup.kind!r}"
-            )
+        if self.scaleup.kind == "none" and self.gpus_per_node != 1:
+            raise ValueError(f"scaleup.kind: 'none' (no peer) is for one GPU per node, not {self.gpus_per_node}")
         if self.mechanisms["multimem"].available and not self.scaleup.multicast:
             raise ValueError("mechanisms.multimem.available: the scale-up fabric has no multicast")
         if self.nodes > 1 and self.nic is None:
