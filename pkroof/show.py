@@ -45,8 +45,19 @@ def _switches(s: ScaleUp) -> str:
     return f"{s.switches_per_node} switch chips" if s.switches_per_node else "switch count hidden by NVML"
 
 
+def _scaleup_line(t: Topology) -> str:
+    s = t.scaleup
+    if s.kind == "none":
+        return f"  scale-up: {s.generation}: no peer, so no communication is modelled"
+    return (
+        f"  scale-up: {s.kind}, {s.generation}, {s.links_per_gpu} links x {fmt_Bps(s.link_bandwidth_Bps)} = "
+        f"{fmt_Bps(s.total_bandwidth_Bps)} per GPU per direction, {_switches(s)}, "
+        f"multicast (NVLS) {'yes' if s.multicast else 'no'} [{_tag(t, 'scaleup.link_bandwidth_Bps')}]"
+    )
+
+
 def topology_text(t: Topology) -> str:
-    g, s = t.gpu, t.scaleup
+    g = t.gpu
     lines = [
         f"{t.name}: {t.description}",
         f"  {t.nodes} node(s) x {t.gpus_per_node} {g.name} ({g.arch}, {g.sm_count} SMs, "
@@ -64,9 +75,7 @@ def topology_text(t: Topology) -> str:
             if g.sustained_flops
             else []
         ),
-        f"  scale-up: {s.kind}, {s.generation}, {s.links_per_gpu} links x {fmt_Bps(s.link_bandwidth_Bps)} = "
-        f"{fmt_Bps(s.total_bandwidth_Bps)} per GPU per direction, {_switches(s)}, "
-        f"multicast (NVLS) {'yes' if s.multicast else 'no'} [{_tag(t, 'scaleup.link_bandwidth_Bps')}]",
+        _scaleup_line(t),
     ]
     if t.nic:
         n = t.nic
@@ -126,6 +135,15 @@ def topology_text(t: Topology) -> str:
     fused = [f"{name} {s} {fmt_s(v)}" for name, m in t.mechanisms.items() for s, v in sorted(m.overlap_s.items())]
     if fused:
         lines.append("  fixed cost of a fused kernel per call, beyond the model's terms: " + ", ".join(fused))
+    host = t.probe.ceilings if t.probe is not None else {}
+    if "host_to_device_Bps" in host or "host_to_device_ce_Bps" in host:
+        to_gpu = host.get("host_to_device_Bps", host.get("host_to_device_ce_Bps"))
+        back = host.get("device_to_host_Bps", host.get("device_to_host_ce_Bps"))
+        lines.append(
+            f"  host link (pinned memory, copy engine; not used by the model): to the GPU {fmt_Bps(to_gpu)}"
+            + (f", back {fmt_Bps(back)}" if back else "")
+            + " [measured]"
+        )
     if t.probe is not None and t.probe.health:  # what `pkroof report` shows too: numbers from a degraded node
         lines += ["", f"health flags the probe saw ({len(t.probe.health)}; numbers measured on a degraded node "
                       "understate a healthy one):"] + [f"  {line}" for line in t.probe.health]  # fmt: skip
@@ -147,8 +165,13 @@ def _terms(b: Bound) -> str:
         f"t_roof {fmt_s(b.t_roof_s)} ({b.limiter}-bound) = max(compute {fmt_s(b.t_compute_s)}, "
         f"hbm {fmt_s(b.t_hbm_s)}, link {fmt_s(b.t_link_s)}) + latency {fmt_s(b.t_latency_s)}"
         + (f"; at the roof {rates}" if rates else "")
-        + f"\n  link: {fmt_bytes(b.link_bytes_per_rank)} per rank at {fmt_Bps(b.link_bandwidth_Bps)} ({b.link_tier}); "
-        f"compute at {fmt_flops(b.peak_flops)}"
+        + (
+            f"\n  link: {fmt_bytes(b.link_bytes_per_rank)} per rank at {fmt_Bps(b.link_bandwidth_Bps)} "
+            f"({b.link_tier}); "
+            if b.workload.comm
+            else "\n  nothing communicated; "
+        )
+        + f"compute at {fmt_flops(b.peak_flops)}"
     )
 
 

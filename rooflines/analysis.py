@@ -75,7 +75,7 @@ def analyze(workload: Workload, system: System, *, sweep: Iterable[Workload] = (
         kinds = ", ".join(dict.fromkeys(op.kind.value for op in workload.comm))
         raise ValueError(
             f"{system.name} has one GPU and no peer, but {workload.name} communicates ({kinds}): bound it on a "
-            "topology with peers (pkroof presets lists them); one GPU bounds compute and HBM only"
+            "topology with peers (pkroof presets lists them); one GPU bounds a problem of compute and memory alone"
         )
     b = bound(workload, system)
     points = sorted((SweepPoint.of(bound(w, system)) for w in sweep), key=lambda p: p.size_bytes)

@@ -142,6 +142,17 @@ def _known(value: Any) -> bool:
     return not isinstance(value, NA)
 
 
+NO_PEER = "one GPU: no peer to move data to"
+
+
+def _no_peer(discovery: Discovery) -> ScaleUp:
+    """One GPU: no link to a peer. Its own NVLinks (to switches this node does not offer it) are said, not used."""
+    gpu = discovery.gpus[0]
+    active = [link for link in gpu.nvlinks if link.state == "ACTIVE"]
+    said = f"none (one GPU; {len(active)} NVLinks active on it)" if active else "none (one GPU)"
+    return ScaleUp("none", said, 0, 0.0, 0, False, {})
+
+
 def _scaleup(discovery: Discovery, sources: dict[str, Source]) -> ScaleUp:
     gpu = discovery.gpus[0]
     active = [link for link in gpu.nvlinks if link.state == "ACTIVE"]
@@ -248,7 +259,8 @@ def _mechanisms(
     for mech in ("copy-engine", "sm-load", "sm-store", "tma"):
         f = by.get(mech)
         if f is None:
-            out[mech] = MechanismSpec(False, 0.0, 0.0, None, note="not measured: needs two GPUs of one node")
+            why = NO_PEER if world == 1 else "not measured: needs two GPUs of one node"
+            out[mech] = MechanismSpec(False, 0.0, 0.0, None, note=why)
             continue
         src = {"latency_s": "probe", "peak_bandwidth_Bps": "probe"}
         if f.per_cta_bandwidth_Bps:
@@ -267,9 +279,11 @@ def _mechanisms(
             True, f.latency_s, f.peak_bandwidth_Bps, f.per_cta_bandwidth_Bps, 0, note, use_step, src,
             duplex_bandwidth_Bps=both,
         )  # fmt: skip
-    out["multimem"] = MechanismSpec(False, 0.0, 0.0, None, note="not measured: NVLink multicast stays off")
+    multimem = NO_PEER if world == 1 else "not measured: NVLink multicast stays off"
+    out["multimem"] = MechanismSpec(False, 0.0, 0.0, None, note=multimem)
     if "all-reduce" not in nccl:
-        out["nccl"] = MechanismSpec(False, 0.0, 0.0, None, note="the probe could not measure NCCL")
+        why = NO_PEER if world == 1 else "the probe could not measure NCCL"
+        out["nccl"] = MechanismSpec(False, 0.0, 0.0, None, note=why)
     else:
         collectives = nccl_regimes(fits, world)
         # for collectives the probe did not time: the all-reduce's small-size α and large-size β (optimistic
@@ -344,7 +358,7 @@ def build_topology(name: str, record: dict[str, Any], discovery: Discovery, prob
         | ({"sustained_flops": "probe"} if sustained else {}),
         sustained,
     )
-    scaleup = _scaleup(discovery, sources)
+    scaleup = _no_peer(discovery) if world == 1 else _scaleup(discovery, sources)
     nic = _nic(discovery, probe.fits, sources)
     mechanisms = _mechanisms(probe.fits, ceilings, world, world // local, duplex_rates(probe.curves))
     used = {i for r in (gpu, scaleup, nic, *mechanisms.values()) if r is not None for i in r.sources.values()}
@@ -352,7 +366,8 @@ def build_topology(name: str, record: dict[str, Any], discovery: Discovery, prob
     where = f"{nodes} nodes x {local}" if nodes > 1 else f"{world}x"
     return Topology(
         name=name,
-        description=f"{where} {record['gpu_name']} measured by pkroof probe on {probe.host}, {probe.date[:10]}",
+        description=f"{where} {record['gpu_name']} measured by pkroof probe on {probe.host}, {probe.date[:10]}"
+        + (" (one GPU: no peer, so compute and memory only)" if world == 1 else ""),
         nodes=nodes,
         gpus_per_node=local,
         gpu=gpu,
