@@ -100,6 +100,7 @@ class Evaluation:
     records: list[dict[str, Any]] = field(default_factory=list)
     analyses: dict[Group, ProblemAnalysis] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # one line per group left out, and why
+    superseded: int = 0  # records measured again later: only the latest of each is kept
 
 
 def latest(records: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
@@ -125,11 +126,11 @@ def evaluate(
     kept, dropped = latest(records)
     if dropped:
         log(f"{dropped} record{'s' * (dropped > 1)} measured again later: the latest of each is the one shown")
-    out = Evaluation()
+    out = Evaluation(superseded=dropped)
     groups: dict[Group, list[dict[str, Any]]] = {}
     for r in kept:
         groups.setdefault(group_of(r), []).append(r)
-    references: dict[Group, float | None] = {}
+    references: dict[Group, dict[str, Any] | None] = {}
     for g, members in groups.items():
         problem, shape, _, world = g
         first = members[0]
@@ -151,7 +152,14 @@ def evaluate(
             log(line)
             continue
         out.analyses[g] = pa
-        reference = next((r for r in members if r["impl"] == "reference"), None)
-        references[g] = _median(reference) if reference else None
-    out.records = [derive(r, out.analyses[g], references[g]) if (g := group_of(r)) in out.analyses else r for r in kept]
+        references[g] = next((r for r in members if r["impl"] == "reference"), None)
+
+    def reference_s(r: dict[str, Any], g: Group) -> float | None:
+        """The group's reference time, where it ran on the same backend (a CPU time is no yardstick for a GPU's)."""
+        ref = references[g]
+        return _median(ref) if ref is not None and on_gpus(ref) == on_gpus(r) else None
+
+    out.records = [
+        derive(r, out.analyses[g], reference_s(r, g)) if (g := group_of(r)) in out.analyses else r for r in kept
+    ]
     return out

@@ -31,6 +31,9 @@ class SweepPoint:
     link_s: float
     latency_s: float
     predictions: dict[str, float]  # Prediction.key → t_s
+    flops: float = 0.0  # the busiest rank's, all dtypes: what a chart of shapes without a size is drawn against
+    hbm_bytes: float = 0.0
+    link_bytes: float = 0.0  # on the binding tier, per rank
 
     @classmethod
     def of(cls, b: Bound) -> SweepPoint:
@@ -42,11 +45,17 @@ class SweepPoint:
             b.t_link_s,
             b.t_latency_s,
             {p.key: p.t_s for p in b.predictions},
+            sum(op.flops for op in b.workload.compute),
+            b.workload.hbm_bytes,
+            b.link_bytes_per_rank,
         )
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "size_bytes": self.size_bytes,
+            "flops": self.flops,
+            "hbm_bytes": self.hbm_bytes,
+            "link_bytes": self.link_bytes,
             "t_roof_s": self.t_roof_s,
             "compute_s": self.compute_s,
             "hbm_s": self.hbm_s,
