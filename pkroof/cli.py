@@ -15,7 +15,8 @@ from pkroof import __version__
 from pkroof import show as _show
 
 # plain help (no rich panels): a flag reads `--json`, not `--json <bool>`
-app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__, rich_markup_mode=None)
+HELP = "How fast could this multi-GPU kernel be on this node, how fast is it, and what should I change first?"
+app = typer.Typer(no_args_is_help=True, add_completion=False, help=HELP, rich_markup_mode=None)
 topology_app = typer.Typer(
     no_args_is_help=True, rich_markup_mode=None, help="Inspect, refit, calibrate or import a topology."
 )
@@ -34,7 +35,7 @@ def main(
         bool, typer.Option("--version", callback=_version, is_eager=True, help="print pkroof's version and exit")
     ] = False,
 ) -> None:
-    """pkroof: how fast could this multi-GPU kernel be on this node, how fast is it, and what to change first."""
+    """How fast could this multi-GPU kernel be on this node, how fast is it, and what should I change first?"""
 
 
 Topo = Annotated[
