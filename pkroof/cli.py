@@ -49,6 +49,10 @@ Topo = Annotated[
     ),
 ]
 Nodes = Annotated[int | None, typer.Option("--nodes", metavar="N", help="join N such nodes by their NICs")]
+Ranks = Annotated[
+    int | None,
+    typer.Option("--world-size", "-n", metavar="N", help="ranks (default: every GPU here, else 2 CPU ranks over gloo)"),
+]
 World = Annotated[
     int | None, typer.Option("--world-size", "-n", metavar="N", help="ranks (default: every GPU of the topology)")
 ]
@@ -270,7 +274,7 @@ def profile(
             help="implementation: a built-in name (pkroof impls) or path/to/file.py:function (repeat)",
         ),
     ] = None,
-    world_size: World = None,
+    world_size: Ranks = None,
     shape: Shape = None,
     size: Size = None,
     minbytes: MinBytes = None,

@@ -185,6 +185,8 @@ def profile(
     if backend == "gloo":
         log(f"no {world} GPUs here: {world} CPU ranks over gloo check correctness; their times are CPU times")
     log(f"topology: {topo.name}")
+    if backend == "nccl":
+        _say_other_gpu(topo, log)
     log(HEADER)
     shown: list[dict[str, Any]] = []
     for i, (problem, name, pa) in enumerate(runs):
@@ -226,6 +228,19 @@ def profile(
             if table:
                 log(table)
     return shown
+
+
+def _say_other_gpu(topo: Topology, log: Callable[[str], None]) -> None:
+    """A line where this node's GPUs are not the topology's (NVML's name against the topology's, exactly): its
+    roofline is then another machine's."""
+    from pkroof.runtime.nvml import NA, Device, Nvml
+
+    name = Nvml().query("nvmlDeviceGetName", Device(0))
+    if not isinstance(name, NA) and str(name) != topo.gpu.name:
+        log(
+            f"note: this node's GPUs are {name}, {topo.name} describes {topo.gpu.name}: the roofline is that "
+            "machine's (pkroof probe --save makes this node's topology the default)"
+        )
 
 
 def _in_place_impls() -> set[str]:
