@@ -246,14 +246,18 @@ def profile(
     log: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
     """`pkroof profile`: check every implementation against the reference on fresh inputs, time the correct ones
-    (GPUs over NCCL, else CPU ranks over gloo), append each record to `out`/results.jsonl. Returns this call's
-    records, each with the model's fields (t_roof_s, fraction_of_roofline, algbw_Bps, busbw_Bps, predicted_s,
-    ...). `log` gets each line `pkroof profile` prints (default: nothing)."""
+    (GPUs over NCCL, else CPU ranks over gloo), append each record to `out`/results.jsonl. Returns the records this
+    call wrote, each with the model's fields computed as profilers/evaluate.py computes them when records are read
+    (t_roof_s, fraction_of_roofline, algbw_Bps, busbw_Bps, predicted_s, ...). `log` gets each line `pkroof
+    profile` prints (default: nothing)."""
+    from pkroof.profilers.evaluate import evaluate
     from pkroof.profilers.profile import profile as run_profile
+    from pkroof.topology import resolve
     from pkroof.topology.default import default_topology
 
     listed, many = _sizes(size)
-    return run_profile(
+    topology = default_topology() if topology is None else topology
+    written = run_profile(
         [problems] if isinstance(problems, str) else list(problems),
         impls=list(impls),
         world_size=world_size,
@@ -266,6 +270,7 @@ def profile(
         out_dir=Path(out),
         timeout_s=timeout_s,
         resume=resume,
-        topology=default_topology() if topology is None else topology,
+        topology=topology,
         log=log or (lambda line: None),
     )
+    return evaluate(written, resolve(topology), log=lambda line: None).records

@@ -148,8 +148,8 @@ def profile(
 ) -> list[dict[str, Any]]:
     """Check and time every implementation of every problem at each of `sizes` (collectives; None: the shape's own,
     `round_sizes`: rounded down to split over the ranks, as a -b/-e sweep is); `dtype` casts the inputs; `iters`
-    and `warmup` override the timing function's samples. Returns the records of this call, each with the model's
-    fields (profilers/evaluate.py: derive), as printed."""
+    and `warmup` override the timing function's samples. Returns the records written by this call, as written:
+    measurements only (profilers/evaluate.py gives them the model's fields)."""
     if not (0 < timeout_s < math.inf):
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout_s:g}")
     if iters is not None and iters < 1:
@@ -188,7 +188,8 @@ def profile(
     if backend == "nccl":
         _say_other_gpu(topo, log)
     log(HEADER)
-    shown: list[dict[str, Any]] = []
+    shown: list[dict[str, Any]] = []  # what was printed: the records with the model's fields
+    written: list[dict[str, Any]] = []
     for i, (problem, name, pa) in enumerate(runs):
         reference_s = None
         comm_bytes = sum(op.size_bytes for op in pa.analysis.workload.comm)  # nccl-tests' size convention
@@ -217,6 +218,7 @@ def profile(
             result |= _problem_fields(problem, pa) | {"topology": topology_ref(topo)}
             record = finish(result, backend=backend)
             records.append(path, record)
+            written.append(record)
             row = derive(record, pa, reference_s)
             shown.append(row)
             log(_row(row) + (f"  {record['message']}" if record.get("message") else ""))
@@ -227,7 +229,7 @@ def profile(
             table = nccl_tests_table([r for r in shown if r["problem"] == name], pa, backend)
             if table:
                 log(table)
-    return shown
+    return written
 
 
 def _say_other_gpu(topo: Topology, log: Callable[[str], None]) -> None:

@@ -260,6 +260,7 @@ def intensity_figure(points: pd.DataFrame, shapes: pd.DataFrame) -> go.Figure:
     link = shapes["link_intensity"].notna().any() if len(shapes) else False
     fig = make_subplots(rows=1, cols=2 if link else 1, horizontal_spacing=0.1)
     peak = float(shapes["peak_flops"].max()) if len(shapes) else math.nan
+    names = [html.escape(s) or "a shape of the sweep" for s in shapes["shape"]]
     panels = [(1, "hbm_intensity", "hbm_bandwidth_Bps", "HBM", "#7c3aed")]
     if link:
         panels.append((2, "link_intensity", "link_bandwidth_Bps", "link", "#d97706"))
@@ -271,7 +272,7 @@ def intensity_figure(points: pd.DataFrame, shapes: pd.DataFrame) -> go.Figure:
         fig.add_trace(
             go.Scatter(
                 x=shapes[x], y=shapes["roof_flops"], mode="markers", name="each shape's roof (FLOPs / t_roof)",
-                legendgroup="roof", showlegend=col == 1, text=_escape(shapes["shape"]),
+                legendgroup="roof", showlegend=col == 1, text=names,
                 marker={"size": 12, "symbol": "circle-open", "color": "#111827", "line": {"width": 2}},
                 hovertemplate="roof of %{text}: %{y:.3s}FLOP/s at %{x:.3g}<extra></extra>",
             ),
@@ -288,7 +289,7 @@ def intensity_figure(points: pd.DataFrame, shapes: pd.DataFrame) -> go.Figure:
 def _log_range(values: list[float], top: float) -> list[float]:
     """A log axis from a third of the lowest value to three times `top` (the highest roof that matters)."""
     good = [v for v in values if v > 0 and math.isfinite(v)]
-    low = min(good) if good else top / 1e3
+    low = min([*good, top / 1e3])  # three decades at least: one shape's roof alone is no range
     return [math.log10(low / 3), math.log10(top * 3)]
 
 

@@ -403,8 +403,10 @@ def intensity_frame(records: pd.DataFrame, shapes: Iterable[Mapping[str, Any]]) 
     return pd.DataFrame(rows, columns=list(INTENSITY_COLUMNS))
 
 
-def shapes_frame(shapes: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
-    """The shapes' own roofs on the intensity chart (the attainable point of each): one row per analysed shape."""
+def shapes_frame(shapes: Iterable[Mapping[str, Any]], sweep: Iterable[Mapping[str, Any]] = ()) -> pd.DataFrame:
+    """Each shape's own roof on the intensity chart (the attainable point FLOPs / t_roof): one row per analysed
+    shape, named, and one per other point of the sweep (its named shapes or sizes: "" for a name), at the analysed
+    shapes' roofs (peak FLOP/s, HBM and link bandwidth)."""
     rows = []
     for e in shapes:
         b = e.get("summary") or {}
@@ -421,6 +423,24 @@ def shapes_frame(shapes: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
                 "peak_flops": _number(b.get("peak_flops")),
                 "hbm_bandwidth_Bps": _number(b.get("hbm_bandwidth_Bps")),
                 "link_bandwidth_Bps": _number(b.get("link_bandwidth_Bps")),
+            }
+        )
+    named = {(r["flops"], r["roof_flops"]) for r in rows}
+    for p in sweep:
+        flops, hbm, link, t_roof = (_number(p.get(k)) for k in ("flops", "hbm_bytes", "link_bytes", "t_roof_s"))
+        roof = flops / t_roof if t_roof > 0 else math.nan
+        if (flops, roof) in named or not flops > 0:
+            continue
+        rows.append(
+            {
+                "shape": "",
+                "flops": flops,
+                "hbm_intensity": flops / hbm if hbm > 0 else math.nan,
+                "link_intensity": flops / link if link > 0 else math.nan,
+                "roof_flops": roof,
+                "peak_flops": math.nan,
+                "hbm_bandwidth_Bps": math.nan,
+                "link_bandwidth_Bps": math.nan,
             }
         )
     return pd.DataFrame(rows)

@@ -561,7 +561,7 @@ def _problem_charts(records: pd.DataFrame, bound: Mapping[str, Any]) -> tuple[st
         note = "Sizes in nccl-tests' convention; the roof passes through every measured size."
     chart = figure_html(time_fig, "roofline", title, note, wide=True)
     points = frames.intensity_frame(gpu, entries)
-    shapes = frames.shapes_frame(entries)
+    shapes = frames.shapes_frame(entries, sweep)
     if len(shapes) and (shapes["flops"] > 0).any():
         fig = figures.intensity_figure(points, shapes[shapes["flops"] > 0])
         said = (
