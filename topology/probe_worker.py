@@ -440,11 +440,12 @@ class Rank:
         host = torch.empty(n, dtype=torch.int32, pin_memory=True)
         host.copy_(_pattern(n, 0, torch.device("cpu")))
         dev = torch.empty(n, dtype=torch.int32, device=self.device)
-        to_gpu = self._time(lambda i: dev.copy_(host, non_blocking=True))
+        timed = dict(iters=self.plan.samples, warmup=self.plan.warmup, graph=False)  # eager: copies of ms each
+        to_gpu = time_device(lambda i: dev.copy_(host, non_blocking=True), **timed)
         torch.cuda.synchronize()
         ok = bool(torch.equal(dev, _pattern(n, 0, self.device)))
         back = torch.empty_like(host)
-        to_host = self._time(lambda i: back.copy_(dev, non_blocking=True))
+        to_host = time_device(lambda i: back.copy_(dev, non_blocking=True), **timed)
         torch.cuda.synchronize()
         ok &= bool(torch.equal(back, host))
         if not ok:
