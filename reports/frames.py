@@ -236,7 +236,7 @@ def curves_frame(topology: Topology) -> pd.DataFrame:
     for a copy, a collective's link bytes for NCCL (so its nccl-tests bus bandwidth). Empty without a probe."""
     rows, ranks = [], topology.nodes * topology.gpus_per_node  # NCCL curves span every rank the probe ran
     for c in topology.probe.curves if topology.probe else ():
-        link = _link_bytes(c.mechanism, c.name, ranks)
+        link = _link_bytes(c.mechanism, c.name, c.num_ranks or ranks)  # an imported run says its own ranks
         for x, median, p10, p90 in zip(c.x, c.median_s, c.p10_s, c.p90_s, strict=True):
             size = x if c.sweep == "size" else c.size_bytes  # a CTA sweep moves size_bytes at every point
             moved = link(size)
@@ -288,8 +288,9 @@ def model_frame(topology: Topology, sizes: Iterable[float], ctas: Iterable[int])
     """
     sizes, ctas = list(sizes), list(ctas)
     rows, ranks = [], topology.nodes * topology.gpus_per_node  # NCCL fits span every rank the probe ran
+    measured_on = {c.name: c.num_ranks for c in topology.probe.curves} if topology.probe else {}
     for (mechanism, curve, basis), (lines, per_cta) in _models(topology).items():
-        link = _link_bytes(mechanism, curve, ranks)
+        link = _link_bytes(mechanism, curve, measured_on.get(curve) or ranks)
         for s in sizes:
             t = min(alpha + link(s) / peak for alpha, peak in lines)
             rows.append((mechanism, curve, basis, "size", s, link(s) / t))

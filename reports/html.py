@@ -323,6 +323,9 @@ its numbers come from datasheets and published runs (see "measured or nominal" b
 {% elif t.probe.health %}<div class="callout"><b>Health flags ({{ t.probe.health|length }})</b>: the probe saw these;
 numbers measured on a degraded node understate a healthy one.<ul>{% for line in t.probe.health %}<li>{{ line }}</li>
 {% endfor %}</ul></div>
+{% elif t.probe.command.startswith("pkroof topology import") %}<div class="callout info"><b>Calibrated from runs
+imported</b> (nccl-tests, nvbandwidth) onto a preset: each number they set is marked measured, its file the source
+(see "measured or nominal" below); the rest is the preset's.</div>
 {% else %}<div class="callout ok"><b>No health flags</b>: links, PCIe and clocks looked nominal during the probe.</div>
 {% endif %}
 <h2>Node</h2>

@@ -248,3 +248,18 @@ def test_a_refit_of_an_imported_topology_is_refused():
     topo, _ = import_runs("h200x2", [LOGS / "h200x2_all_reduce_perf.txt"])
     with pytest.raises(ValueError, match="calibrated by pkroof topology import"):
         refit(topo)
+
+
+def test_an_imported_curve_keeps_its_own_ranks_on_a_larger_base():
+    # 2-rank runs imported onto an 8-GPU preset: the report's bus bandwidth of each sample is nccl-tests' busbw at
+    # the 2 ranks it ran on (2(n−1)/n = 1), not at the preset's 8
+    pytest.importorskip("pandas")
+    from pkroof.reports import frames
+
+    topo, _ = import_runs("hgx-h200-8", [LOGS / "h200x2_all_reduce_perf.txt"])
+    (curve,) = [c for c in topo.probe.curves if c.name == "nccl all-reduce"]
+    assert curve.num_ranks == 2
+    samples = frames.curves_frame(topo)
+    (run,) = nccl_tests.parse(LOGS / "h200x2_all_reduce_perf.txt")
+    for row, (_, sample) in zip(run.rows, samples.iterrows(), strict=True):
+        assert sample["bandwidth_Bps"] == pytest.approx(row.size_bytes / row.fastest_s)  # busbw = algbw at 2 ranks

@@ -100,7 +100,7 @@ def _curve(run: nccl_tests.Run) -> Curve:
     times = tuple(r.fastest_s for r in run.rows)
     return Curve(
         f"nccl {run.collective.value}", "nccl", "", "size", 0, 0, "graph" if run.graph else "eager",
-        tuple(float(r.size_bytes) for r in run.rows), times, times, times, run.iters or 1, True,
+        tuple(float(r.size_bytes) for r in run.rows), times, times, times, run.iters or 1, True, (), run.num_ranks,
     )  # fmt: skip
 
 

@@ -238,6 +238,7 @@ class Curve:
     num_samples: int  # samples behind each point
     verified: bool  # the bytes it moved were checked
     samples_s: tuple[tuple[float, ...], ...] = ()  # every timed sample of every point (slowest rank's)
+    num_ranks: int = 0  # ranks a collective ran on; 0: every GPU of the topology (the probe's), else an import's
 
     def __post_init__(self) -> None:
         if self.sweep not in ("size", "ctas"):
