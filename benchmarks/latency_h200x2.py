@@ -52,6 +52,7 @@ import torch.multiprocessing as mp  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
+from pkroof.rooflines import Collective, bus_bandwidth_factor  # noqa: E402
 from pkroof.runtime.ptx import fence_acq_rel_sys, globaltimer, ld_acquire_sys, st_release_sys_thread0  # noqa: E402
 
 WORLD = 2
@@ -668,7 +669,8 @@ def part_nccl(ctx: Ctx) -> None:
             def fn(x: torch.Tensor = x) -> None:
                 dist.all_reduce(x)
 
-            _coll_rows(ctx, f"NCCL all_reduce {label} {dname}", fn, sync, g_sync, size, 2 * (n - 1) / n)
+            factor = bus_bandwidth_factor(Collective.ALL_REDUCE, n)
+            _coll_rows(ctx, f"NCCL all_reduce {label} {dname}", fn, sync, g_sync, size, factor)
         else:
             out = torch.empty(size // elem, dtype=dtype, device=ctx.dev)
             half = size // elem // n
@@ -681,7 +683,8 @@ def part_nccl(ctx: Ctx) -> None:
             def fn2(out: torch.Tensor = out, inp: torch.Tensor = inp) -> None:
                 dist.all_gather_into_tensor(out, inp)
 
-            _coll_rows(ctx, f"NCCL all_gather_into_tensor {label} output {dname}", fn2, sync, g_sync, size, (n - 1) / n)
+            factor = bus_bandwidth_factor(Collective.ALL_GATHER, n)
+            _coll_rows(ctx, f"NCCL all_gather_into_tensor {label} output {dname}", fn2, sync, g_sync, size, factor)
 
 
 def part_one_shot(ctx: Ctx) -> None:

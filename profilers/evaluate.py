@@ -17,6 +17,7 @@ from typing import Any
 
 from pkroof.kernels.catalogue import Problem, is_suite_problem, load
 from pkroof.rooflines import Workload
+from pkroof.rooflines.export import bandwidths
 from pkroof.rooflines.workload import workload_from_dict
 from pkroof.topology import Topology
 
@@ -28,6 +29,8 @@ DERIVED = (
     "t_roof_s",
     "fraction_of_roofline",
     "achieved_link_Bps",
+    "algbw_Bps",
+    "busbw_Bps",
     "speedup_vs_reference",
     "predicted_s",
     "prediction_error",
@@ -72,6 +75,8 @@ def derive(record: dict[str, Any], pa: ProblemAnalysis, reference_s: float | Non
     if median is not None:
         out["fraction_of_roofline"] = b.t_roof_s / median if gpu else None
         out["achieved_link_Bps"] = b.link_bytes_per_rank / median if (gpu and b.link_bytes_per_rank) else None
+        if gpu:  # nccl-tests' algbw and busbw, where the problem is one collective and nothing else
+            out |= bandwidths(b.workload, median)
         out["speedup_vs_reference"] = reference_s / median if reference_s and record["impl"] != "reference" else None
     if record.get("mechanism") and record.get("schedule"):
         try:
@@ -97,6 +102,7 @@ class Evaluation:
     records: list[dict[str, Any]] = field(default_factory=list)
     analyses: dict[Group, ProblemAnalysis] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # one line per group left out, and why
+    superseded: int = 0  # records measured again later: only the latest of each is kept
 
 
 def latest(records: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
@@ -122,11 +128,11 @@ def evaluate(
     kept, dropped = latest(records)
     if dropped:
         log(f"{dropped} record{'s' * (dropped > 1)} measured again later: the latest of each is the one shown")
-    out = Evaluation()
+    out = Evaluation(superseded=dropped)
     groups: dict[Group, list[dict[str, Any]]] = {}
     for r in kept:
         groups.setdefault(group_of(r), []).append(r)
-    references: dict[Group, float | None] = {}
+    references: dict[Group, dict[str, Any] | None] = {}
     for g, members in groups.items():
         problem, shape, _, world = g
         first = members[0]
@@ -148,7 +154,14 @@ def evaluate(
             log(line)
             continue
         out.analyses[g] = pa
-        reference = next((r for r in members if r["impl"] == "reference"), None)
-        references[g] = _median(reference) if reference else None
-    out.records = [derive(r, out.analyses[g], references[g]) if (g := group_of(r)) in out.analyses else r for r in kept]
+        references[g] = next((r for r in members if r["impl"] == "reference"), None)
+
+    def reference_s(r: dict[str, Any], g: Group) -> float | None:
+        """The group's reference time, where it ran on the same backend (a CPU time is no yardstick for a GPU's)."""
+        ref = references[g]
+        return _median(ref) if ref is not None and on_gpus(ref) == on_gpus(r) else None
+
+    out.records = [
+        derive(r, out.analyses[g], reference_s(r, g)) if (g := group_of(r)) in out.analyses else r for r in kept
+    ]
     return out

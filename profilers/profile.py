@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from collections.abc import Callable
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pkroof.kernels.catalogue import Problem, ProblemError, load
+from pkroof.rooflines import DTYPE_BYTES, bus_bandwidth_factor
 from pkroof.rooflines.units import fmt_bytes, fmt_s
 from pkroof.rooflines.workload import workload_to_dict
 from pkroof.topology import Topology, dumps, resolve
@@ -20,7 +22,7 @@ from .run import Job, finish, resolve_impl, run_job
 
 REFERENCE_PAIR = {"mechanism": "nccl", "schedule": "serial"}  # PyTorch + torch.distributed: compute, then NCCL
 HEADER = (
-    f"{'problem':26} {'shape':20} {'impl':33} {'size':>10} {'status':9} {'time':>10} {'link GB/s':>9} "
+    f"{'problem':26} {'shape':20} {'impl':33} {'size':>10} {'status':9} {'time':>10} {'algbw':>7} {'busbw':>7} "
     f"{'t_roof':>10} {'roof':>5} {'vs ref':>6} {'SM MHz':>6}"
 )
 
@@ -83,24 +85,13 @@ def _problem_fields(problem: Problem, pa: ProblemAnalysis | None, unbounded: str
     return out
 
 
-def _analyses(loaded: list[Problem], log: Callable[[str], None], **how: Any) -> list[tuple[Any, str | None]]:
-    """Each problem's analysis, or None and why where it cannot be bounded (it is checked and timed all the same);
-    a shape that does not fit the topology's GPUs or a bad parameter stops the run before anything runs."""
-    out = []
-    for p in loaded:
-        try:
-            out.append((analyze(p, **how), None))
-        except ProblemError as e:  # the problem's own code: its trace failed; its implementations can still run
-            log(f"{p.name}: no bound ({e}); checked and timed all the same")
-            out.append((None, str(e)))
-        except NeedsDataError as e:
-            out.append((None, str(e)))
-    return out
+def _gbps(rate: float | None) -> str:
+    return f"{rate / 1e9:.2f}" if rate else "-"
 
 
 def _row(r: dict[str, Any]) -> str:
     median = r.get("median_s")
-    link = r.get("achieved_link_Bps")
+    algbw, busbw = r.get("algbw_Bps"), r.get("busbw_Bps")  # GB/s, nccl-tests' columns (one collective alone)
     roof = r.get("fraction_of_roofline")
     speed = r.get("speedup_vs_reference")
     clock = r.get("sm_clock_mhz")  # the slowest rank's median SM clock during the samples
@@ -110,11 +101,60 @@ def _row(r: dict[str, Any]) -> str:
     return (
         f"{problem[:26]:26} {r['shape'][:20]:20} {impl[:33]:33} {fmt_bytes(size) if size else '-':>10} "
         f"{r['status']:9} "
-        f"{fmt_s(median) if median else '-':>10} {f'{link / 1e9:.1f}' if link else '-':>9} "
+        f"{fmt_s(median) if median else '-':>10} {_gbps(algbw):>7} {_gbps(busbw):>7} "
         f"{fmt_s(r['t_roof_s']) if r.get('t_roof_s') else '-':>10} {f'{roof:.0%}' if roof else '-':>5} "
         f"{f'{speed:.2f}x' if speed else '-':>6} "
         f"{f'{clock:.0f}' if clock else '-':>6}"
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Run:
+    """One problem at one size: its analysis, or None and why where it cannot be bounded (checked and timed all
+    the same, without a roof)."""
+
+    problem: Problem
+    name: str  # as the user wrote it: records key on it
+    pa: ProblemAnalysis | None
+    shape: str
+    params: dict[str, Any]
+    unbounded: str | None = None
+
+
+def _runs(
+    problem: Problem,
+    name: str,
+    topo: Topology,
+    log: Callable[[str], None],
+    *,
+    shape: str | None,
+    overrides: dict[str, Any],
+    sizes: list[int] | None,
+    round_sizes: bool,
+    dtype: str | None,
+    world: int,
+) -> list[_Run]:
+    """The problem's analysis at each size asked for (its own shape's where none was), in `dtype` where given. A
+    dtype other than the problem's own is part of the shape's label ("small dtype=fp16"), so its records stay apart.
+    A shape that does not fit the topology's GPUs or a bad parameter stops the run before anything runs; a problem
+    whose own code cannot be traced, or whose workload needs its inputs' values, is run unbounded."""
+    out = []
+    for size in sizes or [None]:
+        params = overrides if size is None else overrides | {"size_bytes": size}
+        problem.check_size(params)
+        kw = dict(topology=topo, shape=shape, params=params, world_size=world, round_size=round_sizes)
+        try:
+            pa = analyze(problem, **kw, dtype=dtype)
+            if dtype is not None and analyze(problem, **kw).analysis.workload.dtype != dtype:
+                pa = dataclasses.replace(pa, shape=f"{pa.shape} dtype={dtype}")
+        except (ProblemError, NeedsDataError) as e:
+            if isinstance(e, ProblemError):  # its trace failed; its implementations can still run
+                log(f"{problem.name}: no bound ({e}); checked and timed all the same")
+            label = problem.shape_label(shape, params) + (f" dtype={dtype}" if dtype else "")
+            out.append(_Run(problem, name, None, label, problem.params(shape, params), str(e)))
+            continue
+        out.append(_Run(problem, name, pa, pa.shape, pa.params))
+    return out
 
 
 def profile(
@@ -129,9 +169,22 @@ def profile(
     resume: bool,
     topology: str,
     log: Callable[[str], None] = print,
+    sizes: list[int] | None = None,
+    round_sizes: bool = False,
+    dtype: str | None = None,
+    iters: int | None = None,
+    warmup: int | None = None,
 ) -> list[dict[str, Any]]:
+    """Check and time every implementation of every problem at each of `sizes` (collectives; None: the shape's own,
+    `round_sizes`: rounded down to split over the ranks, as a -b/-e sweep is); `dtype` casts the inputs; `iters`
+    and `warmup` override the timing function's samples. Returns the records written by this call, as written:
+    measurements only (profilers/evaluate.py gives them the model's fields)."""
     if not (0 < timeout_s < math.inf):
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout_s:g}")
+    if iters is not None and iters < 1:
+        raise ValueError(f"--iters must be at least 1, got {iters}")
+    if warmup is not None and warmup < 0:
+        raise ValueError(f"--warmup must not be negative, got {warmup}")
     gpus = devices()
     backend = "nccl" if gpus >= max(2, world_size or 2) else "gloo"
     world = world_size if world_size is not None else (gpus if backend == "nccl" else 2)
@@ -141,10 +194,16 @@ def profile(
     topo.system(world)  # a world larger than the topology's GPUs is refused here
     loaded = [load(name) for name in problems]  # every bad name, file or shape is reported before anything runs
     for problem in loaded:
-        problem.check_size(overrides)
         for impl in impls:
             resolve_impl(problem, impl)
-    analyses = _analyses(loaded, log, topology=topo, shape=shape, params=overrides, world_size=world)
+    runs = [
+        run
+        for problem, name in zip(loaded, problems, strict=True)
+        for run in _runs(
+            problem, name, topo, log, shape=shape, overrides=overrides, sizes=sizes, round_sizes=round_sizes,
+            dtype=dtype, world=world,
+        )
+    ]  # fmt: skip
     from pkroof.kernels.registry import BUILTIN_IMPLS
 
     path = out_dir / "results.jsonl"
@@ -154,25 +213,30 @@ def profile(
     done = {records.key(r): r for r in existing}
     if backend == "gloo":
         log(f"no {world} GPUs here: {world} CPU ranks over gloo check correctness; their times are CPU times")
+    log(f"topology: {topo.name}")
+    if backend == "nccl":
+        _say_other_gpu(topo, log)
     log(HEADER)
-    written = []
-    for problem, name, (pa, unbounded) in zip(loaded, problems, analyses, strict=True):
+    shown: list[dict[str, Any]] = []  # what was printed: the records with the model's fields
+    written: list[dict[str, Any]] = []
+    for i, run in enumerate(runs):
+        problem, name, pa = run.problem, run.name, run.pa
         reference_s = None
         # nccl-tests' size convention; unbounded, the size is unknown: no size-limited kernel runs unasked
         comm_bytes = sum(op.size_bytes for op in pa.analysis.workload.comm) if pa else math.inf
-        label = pa.shape if pa else problem.shape_label(shape, overrides)
-        params = pa.params if pa else problem.params(shape, overrides)
         peers = automatic_peers(problem.name, backend, log, comm_bytes)
         chosen = [i for i in impls if i != "reference" and not (backend == "gloo" and i in BUILTIN_IMPLS)]
         if backend == "gloo" and any(i in BUILTIN_IMPLS for i in impls):
             log("the built-in GPU implementations need GPUs: skipped on CPU ranks")
         for impl in ["reference", *dict.fromkeys(chosen + peers)]:
-            job = Job(name, label, params, impl, world, backend)
+            job = Job(name, run.shape, run.params, impl, world, backend, dtype=dtype, iters=iters, warmup=warmup)
             key = records.key(
-                {"problem": name, "shape": job.shape, "params": params, "impl": impl, "world_size": world}
+                {"problem": name, "shape": job.shape, "params": run.params, "impl": impl, "world_size": world}
             )
             if key in done:
-                log(f"{_row(derive(done[key], pa, reference_s) if pa else done[key])}  (recorded)")
+                row = derive(done[key], pa, reference_s) if pa else done[key]
+                log(f"{_row(row)}  (recorded)")
+                shown.append(row)
                 if impl == "reference":
                     reference_s = done[key].get("median_s")
                 continue
@@ -182,12 +246,82 @@ def profile(
             if pair:
                 result |= {k: v for k, v in pair.items() if k != "comm_sms"}
                 result["comm_sms"] = pair.get("comm_sms") if used is None else used
-            result |= _problem_fields(problem, pa, unbounded) | {"topology": topology_ref(topo)}
+            result |= _problem_fields(problem, pa, run.unbounded) | {"topology": topology_ref(topo)}
             record = finish(result, backend=backend)
             records.append(path, record)
             written.append(record)
-            shown = derive(record, pa, reference_s) if pa else record
-            log(_row(shown) + (f"  {record['message']}" if record.get("message") else ""))
+            row = derive(record, pa, reference_s) if pa else record
+            shown.append(row)
+            log(_row(row) + (f"  {record['message']}" if record.get("message") else ""))
             if impl == "reference":
                 reference_s = record.get("median_s")
+        last = i + 1 == len(runs) or runs[i + 1].name != name
+        if last and pa and pa.analysis.workload.sole_collective is not None:
+            table = nccl_tests_table([r for r in shown if r["problem"] == name], pa, backend)
+            if table:
+                log(table)
     return written
+
+
+def _say_other_gpu(topo: Topology, log: Callable[[str], None]) -> None:
+    """A line where this node's GPUs are not the topology's (NVML's name against the topology's, exactly): its
+    roofline is then another machine's."""
+    from pkroof.runtime.nvml import NA, Device, Nvml
+
+    name = Nvml().query("nvmlDeviceGetName", Device(0))
+    if not isinstance(name, NA) and str(name) != topo.gpu.name:
+        log(
+            f"note: this node's GPUs are {name}, {topo.name} describes {topo.gpu.name}: the roofline is that "
+            "machine's (pkroof probe --save makes this node's topology the default)"
+        )
+
+
+def _in_place_impls() -> set[str]:
+    from pkroof.kernels.registry import BUILTIN_IMPLS
+
+    return {name for name, impl in BUILTIN_IMPLS.items() if impl.in_place}
+
+
+def _columns(r: dict[str, Any] | None) -> str:
+    """time (µs), algbw, busbw (GB/s), #wrong of one record, as nccl-tests prints them; blanks where not timed."""
+    if r is None:
+        return f"{'':>7}  {'':>6}  {'':>6}  {'N/A':>6}"
+    if r["status"] != "correct":
+        return f"{'-':>7}  {'-':>6}  {'-':>6}  {r['status']:>6}"
+    bw = (r.get("algbw_Bps"), r.get("busbw_Bps"))
+    gbps = [f"{v / 1e9:6.2f}" if v else f"{'-':>6}" for v in bw]
+    return f"{r['median_s'] * 1e6:7.2f}  {gbps[0]}  {gbps[1]}  {0:>6}"
+
+
+def nccl_tests_table(rows: list[dict[str, Any]], pa: ProblemAnalysis, backend: str) -> str:
+    """A collective's reference (out of place) beside NCCL in place, per size, in nccl-tests' layout:
+    `size count type redop root | time algbw busbw #wrong | time algbw busbw #wrong`. Empty without a reference."""
+    op = pa.analysis.workload.sole_collective
+    by_size: dict[float, dict[str, dict[str, Any]]] = {}
+    in_place = _in_place_impls()
+    for r in rows:
+        if r["impl"] == "reference" or r["impl"] in in_place:
+            by_size.setdefault(r.get("comm_bytes") or 0.0, {})["in" if r["impl"] in in_place else "out"] = r
+    if not any("out" in v for v in by_size.values()):
+        return ""
+    dtype = pa.analysis.workload.dtype
+    element = DTYPE_BYTES[dtype]
+    redop = "sum" if op.reduction else "none"
+    root = 0 if op.kind.value in ("broadcast", "reduce", "gather", "scatter") else -1
+    factor = bus_bandwidth_factor(op.kind, op.group_size)
+    where = "CPU ranks over gloo: CPU times, no algbw or busbw" if backend == "gloo" else f"{op.group_size} GPUs"
+    lines = [
+        f"# {pa.problem.name if pa.problem else op.kind.value}, {where}: out of place = the reference, in place = "
+        f"NCCL in place where pkroof has it; busbw = algbw × {factor:.4g} (nccl-tests' factor)",
+        f"# {'':>10}  {'':>12}  {'':>8}  {'':>6}  {'':>6}           out-of-place                       in-place",
+        f"# {'size':>10}  {'count':>12}  {'type':>8}  {'redop':>6}  {'root':>6}  {'time':>7}  {'algbw':>6}  "
+        f"{'busbw':>6}  {'#wrong':>6}  {'time':>7}  {'algbw':>6}  {'busbw':>6}  {'#wrong':>6}",
+        f"# {'(B)':>10}  {'(elements)':>12}  {'':>8}  {'':>6}  {'':>6}  {'(us)':>7}  {'(GB/s)':>6}  {'(GB/s)':>6}  "
+        f"{'':>6}  {'(us)':>7}  {'(GB/s)':>6}  {'(GB/s)':>6}",
+    ]
+    for size, pair in sorted(by_size.items()):
+        lines.append(
+            f"  {size:10.0f}  {size / element:12.0f}  {dtype:>8}  {redop:>6}  {root:>6}  "
+            f"{_columns(pair.get('out'))}  {_columns(pair.get('in'))}"
+        )
+    return "\n".join(lines)

@@ -58,6 +58,9 @@ class Job:
     backend: str  # "nccl" or "gloo"
     seed: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    dtype: str | None = None  # `--dtype`: the inputs of the problem's own floating dtype cast to this one
+    iters: int | None = None  # `--iters`: timed samples (None: ITERS)
+    warmup: int | None = None  # `--warmup`: untimed samples first (None: the timing function's own)
 
 
 def resolve_impl(problem: Problem, spec: str) -> Callable[..., Any]:
@@ -176,6 +179,16 @@ def _verdict(trial: int, verdicts: list[tuple[bool, float | None, str]]) -> tupl
     return False, worst, f"trial {trial + 1}: {'; '.join(said)}"
 
 
+def _inputs(problem: Problem, job: Job, rank: int, *, seed: int, device: Any) -> tuple:
+    """This rank's inputs, those of the problem's own floating dtype cast to `job.dtype` where it asks."""
+    inputs = problem.inputs(rank, job.world_size, seed=seed, device=device, params=job.params)
+    if job.dtype is None:
+        return inputs
+    from .trace import cast_inputs
+
+    return cast_inputs(inputs, job.dtype)
+
+
 def _check(problem: Problem, impl: Callable, job: Job, rank: int, device: Any) -> tuple[bool, float | None, str]:
     """TRIALS checks on fresh inputs; after each, every rank learns every rank's verdict (so all stop together
     where one rank's output differs, rather than wait for it in the next check's collectives)."""
@@ -184,9 +197,7 @@ def _check(problem: Problem, impl: Callable, job: Job, rank: int, device: Any) -
     worst: float | None = 0.0
     for trial in range(TRIALS):
         phase(f"drawing inputs (check {trial + 1} of {TRIALS})")
-        inputs = problem.inputs(
-            rank, job.world_size, seed=job.seed + 1000 * (trial + 1), device=device, params=job.params
-        )
+        inputs = _inputs(problem, job, rank, seed=job.seed + 1000 * (trial + 1), device=device)
         phase(f"running the reference (check {trial + 1} of {TRIALS})")
         want = _as_tuple(problem.reference(*_clone(inputs)))
         _poison_allocator(device, sum(w.numel() * w.element_size() for w in want if hasattr(w, "numel")))
@@ -204,15 +215,15 @@ def _check(problem: Problem, impl: Callable, job: Job, rank: int, device: Any) -
     return True, worst, ""
 
 
-def _time_cpu(fn: Callable[[int], Any]) -> dict[str, Any]:
+def _time_cpu(fn: Callable[[int], Any], iters: int = ITERS, warmup: int = 2) -> dict[str, Any]:
     """Wall-clock per call on CPU ranks, barrier before each sample, slowest rank per sample."""
     import torch
     import torch.distributed as dist
 
-    for i in range(2):
+    for i in range(warmup):
         fn(i)
     samples = []
-    for i in range(ITERS):
+    for i in range(iters):
         dist.barrier()
         start = time.perf_counter()
         fn(i)
@@ -229,7 +240,7 @@ def calls_per_sample(call_s: float) -> int:
     return -(-want // INPUT_SETS) * INPUT_SETS
 
 
-def _time_gpu(fn: Callable[[int], Any], device: Any) -> dict[str, Any]:
+def _time_gpu(fn: Callable[[int], Any], device: Any, iters: int = ITERS, warmup: int | None = None) -> dict[str, Any]:
     import torch
     import torch.distributed as dist
 
@@ -240,11 +251,12 @@ def _time_gpu(fn: Callable[[int], Any], device: Any) -> dict[str, Any]:
     def barrier() -> None:
         dist.all_reduce(token)
 
+    warm = {} if warmup is None else {"warmup": warmup}  # the timing function's own warm-up unless asked
     watch = watches(device)
     phase("timing (eager samples)")
     with watch("eager"):
         eager = time_device(
-            fn, iters=ITERS, calls_per_sample=INPUT_SETS, graph=False, barrier=barrier, group=dist.group.WORLD
+            fn, iters=iters, calls_per_sample=INPUT_SETS, graph=False, barrier=barrier, group=dist.group.WORLD, **warm
         )
     out = {"mode": "eager", "samples_s": list(eager.samples_s), "eager_median_s": eager.median_s}
     out["calls_per_sample"] = INPUT_SETS
@@ -258,7 +270,7 @@ def _time_gpu(fn: Callable[[int], Any], device: Any) -> dict[str, Any]:
         phase(f"timing (graph samples of {calls} calls)")
         with watch("graph"):
             graph = time_device(
-                fn, iters=ITERS, calls_per_sample=calls, graph=True, barrier=barrier, group=dist.group.WORLD
+                fn, iters=iters, calls_per_sample=calls, graph=True, barrier=barrier, group=dist.group.WORLD, **warm
             )
         out |= {"mode": "graph", "samples_s": list(graph.samples_s), "calls_per_sample": calls}
         out["pilot_median_s"] = pilot.median_s
@@ -284,15 +296,18 @@ def _job(rank: int, world: int, job: Job) -> dict[str, Any]:
     if not ok:
         return result
     phase("drawing the timed input sets")
-    sets = [
-        problem.inputs(rank, world, seed=job.seed + 10_000 + s, device=device, params=job.params)
-        for s in range(INPUT_SETS)
-    ]
+    sets = [_inputs(problem, job, rank, seed=job.seed + 10_000 + s, device=device) for s in range(INPUT_SETS)]
 
     def call(i: int) -> Any:
         return impl(*sets[i % INPUT_SETS])
 
-    result["timing"] = _time_gpu(call, device) if job.backend == "nccl" else _time_cpu(call)
+    iters = ITERS if job.iters is None else job.iters
+    if job.backend == "nccl":
+        result["timing"] = _time_gpu(call, device, iters, job.warmup)
+    else:
+        result["timing"] = _time_cpu(call, iters, 2 if job.warmup is None else job.warmup)
+    if job.warmup is not None:  # asked for: the record says so (the timer's own default otherwise)
+        result["timing"]["warmup"] = job.warmup
     used = reported_comm_sms(impl)
     if used is not None:  # the implementation chose its communication SMs for this shape
         result["comm_sms_used"] = used

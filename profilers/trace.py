@@ -709,6 +709,11 @@ def _recorder(inputs: tuple, dtype: str | None, world_size: int, rank: int, padd
     return inputs, rec
 
 
+def cast_inputs(inputs: tuple, dtype: str) -> tuple:
+    """The inputs with those of the problem's own floating dtype cast to `dtype` (the profiler's `--dtype`)."""
+    return _recorder(inputs, dtype, 1, 0, False)[0]
+
+
 def _trace_rank_on_meta(
     problem: Problem, rank: int, world_size: int, params: dict[str, Any], seed: int, dtype: str | None
 ) -> Workload:

@@ -22,6 +22,7 @@
     categories    {problem name: category}
     problems_meta {problem name: {"doc": one-line docstring, "source": file, "command": the command that ran it}}
     left_out      {problem name: why it has no page} (analytic reports: a shape that does not divide, ...)
+    superseded    how many records a later run of the same (problem, shape, implementation, ranks) replaced
 
 Advice is only ever shown beside the shape and world size it was computed for.
 Every key is optional: a page shows "—" for what it was not given. A problem gets a page when it has records
@@ -36,7 +37,7 @@ import importlib.util
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +73,8 @@ def _pages(
     left_out: Mapping[str, str] | None = None,
     others: Mapping[str, str] | None = None,
     assets: str = "",
+    superseded: int = 0,
+    log: Callable[[str], None] = lambda line: None,
 ) -> list[Path]:
     """Every page of one topology's report into `out` (plotly.min.js is `assets` away, written by the caller)."""
     table = frames.records_frame(records)
@@ -89,8 +92,10 @@ def _pages(
             left_out=left_out,
             others=others,
             assets=assets,
+            superseded=superseded,
         )
     }
+    log(f"{topology.name}: writing {len(pages) + 2} pages")
     for name, page in pages.items():
         written[page] = html.problem_page(
             name,
@@ -129,8 +134,11 @@ def write_report(
     problems_meta: Mapping[str, Any],
     left_out: Mapping[str, str] | None = None,
     others: Mapping[str, Mapping[str, Any]] | None = None,
+    superseded: int = 0,
+    log: Callable[[str], None] = lambda line: None,
 ) -> list[Path]:
     """Build the report in a temporary sibling folder, then swap it in: a reader sees the old one or the new one.
+    `log` hears a line per machine as its pages are written.
 
     `others` maps another machine's name to the same keyword arguments for its own report (usually analytic:
     no records), written under presets/<name>/ and linked from the index.
@@ -152,12 +160,14 @@ def write_report(
             problems_meta=problems_meta,
             left_out=left_out,
             others=links,
+            superseded=superseded,
+            log=log,
         )
         (new / "plotly.min.js").write_text(plotly.offline.get_plotlyjs(), encoding="utf-8")
         names.append(Path("plotly.min.js"))
         for name, sub in (others or {}).items():  # analytic reports of other machines, sharing plotly.min.js
             folder = Path("presets") / slug(name)
-            names += [folder / n for n in _pages(new / folder, **sub, assets="../../")]
+            names += [folder / n for n in _pages(new / folder, **sub, assets="../../", log=log)]
         (new / MARKER).write_text("pkroof report\n")
         new.chmod(0o755)  # mkdtemp makes it 0700
     except BaseException:
@@ -188,7 +198,7 @@ def export(records: pd.DataFrame, path: Path, fmt: str) -> Path:
         records.to_json(path, orient="records", indent=1)
     else:
         if importlib.util.find_spec("pyarrow") is None:
-            raise ValueError("parquet export needs pyarrow: pip install pyarrow (or export csv or json)")
+            raise ValueError("parquet export needs pyarrow: pip install 'pkroof[parquet]' (or export csv or json)")
         records.to_parquet(path, index=False)
     return path
 

@@ -6,12 +6,25 @@ from typing import Any
 
 from .advice import Advice
 from .bound import Bound, Prediction
-from .workload import CommOp
+from .collectives import algorithm_bandwidth_Bps, bus_bandwidth_Bps
+from .workload import CommOp, Workload
 
 SCHEMA = "pkroof.bound/1"
 
 
-def _prediction(p: Prediction) -> dict[str, Any]:
+def bandwidths(w: Workload, t_s: float | None) -> dict[str, float | None]:
+    """nccl-tests' algbw (size / time) and busbw (algbw × its PERFORMANCE.md factor) of a workload that is one
+    collective and nothing else, at time `t_s`; both None for anything else (a fused GEMM, several collectives)."""
+    op = w.sole_collective
+    if op is None or t_s is None or not t_s > 0:
+        return {"algbw_Bps": None, "busbw_Bps": None}
+    return {
+        "algbw_Bps": algorithm_bandwidth_Bps(op.size_bytes, t_s),
+        "busbw_Bps": bus_bandwidth_Bps(op.kind, op.size_bytes, t_s, op.group_size),
+    }
+
+
+def _prediction(p: Prediction, w: Workload) -> dict[str, Any]:
     return {
         "mechanism": p.mechanism.value,
         "schedule": p.schedule.value,
@@ -26,6 +39,7 @@ def _prediction(p: Prediction) -> dict[str, Any]:
         "protocols": list(p.protocols),  # per comm op: NCCL's protocol, or a probe fit's regime
         "t_eager_s": p.t_eager_s,  # NCCL: the same calls eager, each waited on (t_s: captured in a graph)
         "t_symmetric_s": p.t_symmetric_s,  # NCCL: with buffers registered for its symmetric kernels
+        **bandwidths(w, p.t_s),
     }
 
 
@@ -46,7 +60,27 @@ def _comm(op: CommOp) -> dict[str, Any]:
     return out
 
 
-def bound_to_dict(b: Bound, advice: Advice) -> dict[str, Any]:
+def recommendation_to_dict(advice: Advice | None) -> dict[str, Any] | None:
+    """`advise --json`'s object; None where there is nothing to communicate (a workload of compute alone on a
+    topology without peers has no pair to recommend)."""
+    if advice is None:
+        return None
+    return {
+        "mechanism": advice.best.mechanism.value,
+        "schedule": advice.best.schedule.value,
+        "protocol": advice.best.protocol.value,
+        "comm_sms": advice.best.comm_sms,
+        "t_s": advice.best.t_s,
+        "baseline_t_s": advice.baseline.t_s if advice.baseline else None,
+        "baseline_assumes": advice.baseline_pair or None,  # what NCCL runs by default, per comm op
+        "headroom": advice.headroom,
+        "fastest_t_s": advice.fastest.t_s if advice.fastest else None,  # not advised: within WIN of NCCL's
+        "reason": advice.reason,
+        "facts": advice.facts,
+    }
+
+
+def bound_to_dict(b: Bound, advice: Advice | None) -> dict[str, Any]:
     w = b.workload
     return {
         "schema": SCHEMA,
@@ -57,6 +91,7 @@ def bound_to_dict(b: Bound, advice: Advice) -> dict[str, Any]:
         "dtype": w.dtype,
         "params": dict(w.params),
         "t_roof_s": b.t_roof_s,
+        **bandwidths(w, b.t_roof_s),
         "limiter": b.limiter,
         "terms": {
             "compute_s": b.t_compute_s,
@@ -74,18 +109,6 @@ def bound_to_dict(b: Bound, advice: Advice) -> dict[str, Any]:
         "comm": [_comm(op) for op in b.comm],
         **({"busiest_rank": dict(b.busiest)} if b.busiest else {}),
         **({"uncounted": list(w.uncounted)} if w.uncounted else {}),
-        "predictions": [_prediction(p) for p in b.predictions],
-        "recommendation": {
-            "mechanism": advice.best.mechanism.value,
-            "schedule": advice.best.schedule.value,
-            "protocol": advice.best.protocol.value,
-            "comm_sms": advice.best.comm_sms,
-            "t_s": advice.best.t_s,
-            "baseline_t_s": advice.baseline.t_s if advice.baseline else None,
-            "baseline_assumes": advice.baseline_pair or None,  # what NCCL runs by default, per comm op
-            "headroom": advice.headroom,
-            "fastest_t_s": advice.fastest.t_s if advice.fastest else None,  # not advised: within WIN of NCCL's
-            "reason": advice.reason,
-            "facts": advice.facts,
-        },
+        "predictions": [_prediction(p, w) for p in b.predictions],
+        "recommendation": recommendation_to_dict(advice),
     }

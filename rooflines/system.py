@@ -27,8 +27,10 @@ class System:
     burst_flops: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.world_size < 2:
-            raise ValueError(f"world size must be at least 2, got {self.world_size}")
+        if self.world_size < 1:
+            raise ValueError(f"world size must be at least 1, got {self.world_size}")
+        if self.world_size == 1 and self.available:
+            raise ValueError("world size must be at least 2 where GPUs have peers to communicate with")
         if self.world_size % self.ranks_per_node:
             raise ValueError(f"world size {self.world_size} is not a multiple of {self.ranks_per_node} GPUs per node")
         if self.num_nodes > 1 and self.network is None:

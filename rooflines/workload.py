@@ -113,6 +113,12 @@ class Workload:
         return dict(out)
 
     @property
+    def sole_collective(self) -> CommOp | None:
+        """The workload's one collective where it is nothing else (no compute): what nccl-tests times, so its
+        algbw and busbw apply (rooflines/export.py: bandwidths)."""
+        return self.comm[0] if len(self.comm) == 1 and not self.compute else None
+
+    @property
     def overlappable(self) -> bool:
         """Every comm op feeds or is fed by a compute op, so the two can be pipelined."""
         return bool(self.compute) and bool(self.comm) and all(op.producer or op.consumer for op in self.comm)

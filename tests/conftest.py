@@ -41,6 +41,14 @@ def system():
     return make_system()
 
 
+@pytest.fixture(autouse=True)
+def _no_saved_topology(tmp_path_factory, monkeypatch):
+    """Every test sees the default preset as the default topology: no $PKROOF_TOPOLOGY, and a config folder of its
+    own, so a topology saved on the machine running the tests (pkroof probe --save) changes nothing."""
+    monkeypatch.delenv("PKROOF_TOPOLOGY", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+
+
 def _num_gpus() -> int:
     try:
         import torch

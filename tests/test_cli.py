@@ -307,7 +307,7 @@ def test_profile_refuses_a_timeout_that_is_not_positive(timeout, tmp_path):
 )
 def test_profile_refuses_bad_options_before_anything_runs(args, expected, tmp_path):
     pytest.importorskip("torch")
-    err = _one_line_exit_2(["profile", "all-reduce", *args, "--out", str(tmp_path)])
+    err = _one_line_exit_2(["profile", "all-reduce", "-t", "h200x2", *args, "--out", str(tmp_path)])
     assert expected in err
     assert not (tmp_path / "results.jsonl").exists()
 

@@ -17,7 +17,7 @@ from pkroof.rooflines.nccl import NcclTuning
 from pkroof.rooflines.workload import DTYPE_BYTES
 
 BASES = ("nominal", "measured", "carried")
-SCALEUP_KINDS = ("nvswitch", "nvlink", "pcie")
+SCALEUP_KINDS = ("nvswitch", "nvlink", "pcie", "none")  # "none": one GPU per node, no peer to reach
 NIC_KINDS = ("infiniband", "roce", "ethernet")
 MECHANISMS = tuple(m.value for m in Mechanism if m is not Mechanism.NETWORK)
 
@@ -106,7 +106,7 @@ class GPU:
 class ScaleUp:
     """How the GPUs of one node reach each other, per GPU and per direction."""
 
-    kind: str  # "nvswitch", "nvlink" (direct mesh) or "pcie"
+    kind: str  # "nvswitch", "nvlink" (direct mesh), "pcie", or "none" (a node of one GPU: no links, no peer)
     generation: str  # "NVLink 4.0", "PCIe 4.0 x16", ...
     links_per_gpu: int
     link_bandwidth_Bps: float  # one link, one direction
@@ -117,7 +117,12 @@ class ScaleUp:
     def __post_init__(self) -> None:
         if self.kind not in SCALEUP_KINDS:
             raise ValueError(f"kind: must be one of {', '.join(SCALEUP_KINDS)}, got {self.kind!r}")
-        _check_record(self, positive=("links_per_gpu", "link_bandwidth_Bps"))
+        if self.kind == "none":
+            _check_record(self, positive=())
+            if self.links_per_gpu or self.link_bandwidth_Bps or self.switches_per_node:
+                raise ValueError("kind: 'none' (no peer) has no links, link bandwidth or switches")
+        else:
+            _check_record(self, positive=("links_per_gpu", "link_bandwidth_Bps"))
         if self.multicast and self.kind != "nvswitch":
             raise ValueError("multicast: only NVSwitch fabrics multicast")
 
@@ -273,6 +278,7 @@ class Curve:
     num_samples: int  # samples behind each point
     verified: bool  # the bytes it moved were checked
     samples_s: tuple[tuple[float, ...], ...] = ()  # every timed sample of every point (slowest rank's)
+    num_ranks: int = 0  # ranks a collective ran on; 0: every GPU of the topology (the probe's), else an import's
 
     def __post_init__(self) -> None:
         if self.sweep not in ("size", "ctas"):
@@ -362,6 +368,8 @@ class Topology:
                         f"mechanisms.{name}.{field_name}: {rate:.4g} exceeds the scale-up "
                         f"link's {self.scaleup.total_bandwidth_Bps:.4g} B/s per direction"
                     )
+        if self.scaleup.kind == "none" and self.gpus_per_node != 1:
+            raise ValueError(f"scaleup.kind: 'none' (no peer) is for one GPU per node, not {self.gpus_per_node}")
         if self.mechanisms["multimem"].available and not self.scaleup.multicast:
             raise ValueError("mechanisms.multimem.available: the scale-up fabric has no multicast")
         if self.nodes > 1 and self.nic is None:
@@ -412,8 +420,10 @@ class Topology:
         world = self.num_gpus if world_size is None else world_size
         if world > self.num_gpus:
             raise ValueError(f"world size {world} is larger than {self.name}'s {self.num_gpus} GPUs")
-        if world < 2:
+        if world < 2 and self.num_gpus > 1:
             raise ValueError(f"world size must be at least 2, got {world}")
+        if world < 1:
+            raise ValueError(f"world size must be at least 1, got {world}")
         per_node = min(world, self.gpus_per_node)
         network = None
         if world > self.gpus_per_node:

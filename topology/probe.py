@@ -226,8 +226,8 @@ def probe(
         raise ProbeError("pkroof probe needs torch and triton: pip install 'pkroof[gpu]'")
     launched = launched_by_torchrun()
     chosen = [] if launched else _gpu_list(gpus, count)
-    if not launched and len(chosen) < 2:
-        raise ProbeError(f"pkroof probe needs at least 2 GPUs to measure transfers; this node offers {len(chosen)}")
+    if not launched and not chosen:
+        raise ProbeError("--gpus names no GPU")
     if allow_multicast:
         log("--allow-multicast: NCCL may use NVLS; pkroof itself still runs no multimem code")
         os.environ[ALLOW_MULTICAST] = "1"  # this probe's ranks leave the NVLS variables as the user has them
@@ -243,7 +243,9 @@ def probe(
         if record is None:
             return None
     else:
-        log(f"probing {len(chosen)} GPUs{' quickly' if quick else ''}")
+        if len(chosen) == 1:
+            log("one GPU: its memory, matmul rates and host link; no transfers between GPUs (no peer)")
+        log(f"probing {len(chosen)} GPU{'s' * (len(chosen) > 1)}{' quickly' if quick else ''}")
         record, before = _measure_spawned(nvml, chosen, plan, quick, log)
     flags = health(before) + _pair_flags(record["pairs"])
     for flag in flags:

@@ -50,8 +50,8 @@ class Rank:
         self.ceilings: dict[str, float] = {}
         self.pairs: dict[str, float] = {}
         self.notes: list[str] = []
-        # every rank joins every group it is not in, as torch requires of group creation
-        self.pair = dist.new_group([0, 1])
+        # every rank joins every group it is not in, as torch requires of group creation; one GPU has no pair
+        self.pair = dist.new_group([0, 1]) if world > 1 else None
         self.node_group = None
         if local_world > 1:
             self.node_group, _ = dist.new_subgroups(group_size=local_world)
@@ -377,6 +377,8 @@ class Rank:
             )
 
     def collectives(self) -> None:
+        if self.world == 1:  # one GPU: no collective to time
+            return
         for kind in self.plan.collectives:
             self._collective(kind)
         # host overhead of an eager small collective against the same under a CUDA graph
@@ -428,6 +430,33 @@ class Rank:
             self.ceilings[f"matmul_{dtype}_sustained_flops"] = 2 * m**3 / sustained_s
             self._clock(f"matmul_{dtype}_sustained", watch.summary(f"{dtype} sustained"))
         self.log("ceilings: " + ", ".join(f"{k} {v:.3g}" for k, v in self.ceilings.items()))
+
+    def host_link(self) -> None:
+        """Rank 0's GPU and its host: a pinned host buffer copied to the GPU and back (cudaMemcpyAsync, a copy
+        engine), one way at a time, bytes checked; B/s of the plan's CTA-sweep size (64 MiB quick, 256 MiB)."""
+        if self.rank != 0:
+            return
+        n = self.plan.cta_sweep_bytes // 4
+        host = torch.empty(n, dtype=torch.int32, pin_memory=True)
+        host.copy_(_pattern(n, 0, torch.device("cpu")))
+        dev = torch.empty(n, dtype=torch.int32, device=self.device)
+        timed = dict(iters=self.plan.samples, warmup=self.plan.warmup, graph=False)  # eager: copies of ms each
+        to_gpu = time_device(lambda i: dev.copy_(host, non_blocking=True), **timed)
+        torch.cuda.synchronize()
+        ok = bool(torch.equal(dev, _pattern(n, 0, self.device)))
+        back = torch.empty_like(host)
+        to_host = time_device(lambda i: back.copy_(dev, non_blocking=True), **timed)
+        torch.cuda.synchronize()
+        ok &= bool(torch.equal(back, host))
+        if not ok:
+            self.notes.append("host link: the copied bytes did not verify; not recorded")
+            return
+        self.ceilings["host_to_device_Bps"] = 4 * n / to_gpu.median_s
+        self.ceilings["device_to_host_Bps"] = 4 * n / to_host.median_s
+        self.log(
+            f"host link: to the GPU {self.ceilings['host_to_device_Bps'] / 1e9:.1f} GB/s, back "
+            f"{self.ceilings['device_to_host_Bps'] / 1e9:.1f} GB/s"
+        )
 
     def _clock(self, prefix: str, state: dict | None) -> None:
         """PREFIX_sm_clock_mhz and PREFIX_power_capped from a watch's summary, where NVML answered them."""
@@ -513,7 +542,7 @@ def run(
             print(f"[probe {time.perf_counter() - start:5.1f}s] {message}", flush=True)
 
     r = Rank(rank, world, local_world, plan, log)
-    for step in (r.ceilings_local, r.pairwise, r.pair_matrix, r.inter_node, r.collectives):
+    for step in (r.ceilings_local, r.host_link, r.pairwise, r.pair_matrix, r.inter_node, r.collectives):
         step()
         dist.barrier()
     torch.cuda.synchronize()
