@@ -37,6 +37,12 @@ Problem = Annotated[str, typer.Argument(help="a suite problem (pkroof problems) 
 Shape = Annotated[
     str | None, typer.Option(help="a named shape of the problem (pkroof problems lists them), e.g. llama3-70b-tp8")
 ]
+AnalysisTimeout = Annotated[
+    float,
+    typer.Option(
+        "--timeout", help="seconds a problem file may take to import and build its workload (its own process)"
+    ),
+]
 
 
 def _fail(message: str) -> None:
@@ -69,13 +75,16 @@ def _run(
     params: list[str] | None,
     dtype: str | None,
     shape: str | None = None,
+    timeout: float = 120.0,
 ):
-    """The one analysis of `problem` (profilers/analysis.py), or one line and exit 2."""
-    from pkroof.profilers.analysis import analyze
+    """The one analysis of `problem` (profilers/analysis.py; a user's file in a process stopped after `timeout`
+    seconds), or one line and exit 2."""
+    from pkroof.profilers.isolated import analyze_anywhere
 
     try:
-        return analyze(
+        return analyze_anywhere(
             problem,
+            timeout_s=timeout,
             topology=topology,
             shape=shape,
             params=_overrides(size, params),
@@ -85,6 +94,9 @@ def _run(
         )
     except ValueError as e:
         _fail(str(e))
+    except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM or SIGHUP while a problem file was analysed apart: stopped
+        typer.echo("pkroof: interrupted; the problem file's process was stopped", err=True)
+        raise typer.Exit(128 + getattr(e, "signum", signal.SIGINT)) from None
 
 
 @app.command()
@@ -283,9 +295,10 @@ def bound_cmd(
     dtype: Dtype = None,
     shape: Shape = None,
     as_json: AsJson = False,
+    timeout: AnalysisTimeout = 120.0,
 ) -> None:
     """The communication-aware roofline of a problem, with a prediction per (mechanism, schedule)."""
-    a = _run(problem, topology, world_size, nodes, size, param, dtype, shape).analysis
+    a = _run(problem, topology, world_size, nodes, size, param, dtype, shape, timeout).analysis
     if as_json:
         json.dump(a.to_dict(), sys.stdout, indent=2)
         typer.echo()
@@ -304,15 +317,17 @@ def advise(
     dtype: Dtype = None,
     shape: Shape = None,
     as_json: AsJson = False,
+    timeout: AnalysisTimeout = 120.0,
 ) -> None:
     """Which mechanism and schedule to build before hand-tuning, and why."""
-    pa = _run(problem, topology, world_size, nodes, size, param, dtype, shape)
+    pa = _run(problem, topology, world_size, nodes, size, param, dtype, shape, timeout)
     a = pa.analysis
     if as_json:
         json.dump(a.to_dict()["recommendation"], sys.stdout, indent=2)
         typer.echo()
     else:
         typer.echo(_show.advice_text(a.bound, a.advice))
-        kernels = _show.builtin_kernels_text(pa.problem.name, a.advice)
+        name = pa.problem.name if pa.problem else Path(problem).stem.replace("_", "-")  # a file analysed apart
+        kernels = _show.builtin_kernels_text(name, a.advice)
         if kernels:
             typer.echo("\n" + kernels)

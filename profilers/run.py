@@ -61,6 +61,18 @@ class Job:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def check_builtin(problem: str, spec: str) -> Callable[..., Any] | None:
+    """The reference (None here) or a built-in implementation that applies to `problem`; a ValueError otherwise."""
+    from pkroof.kernels.registry import BUILTIN_IMPLS
+
+    if spec == "reference":
+        return None
+    builtin = BUILTIN_IMPLS[spec]
+    if problem not in builtin.problems:
+        raise ValueError(f"{spec} implements {', '.join(sorted(builtin.problems))}, not {problem}")
+    return builtin.fn
+
+
 def resolve_impl(problem: Problem, spec: str) -> Callable[..., Any]:
     """'reference', a built-in implementation that applies (kernels/registry.py), or 'path/to/file.py:function' with
     the reference's signature; anything else is a ValueError."""
@@ -69,18 +81,8 @@ def resolve_impl(problem: Problem, spec: str) -> Callable[..., Any]:
     if spec == "reference":
         return problem.reference
     if spec in BUILTIN_IMPLS:
-        builtin = BUILTIN_IMPLS[spec]
-        if problem.name not in builtin.problems:
-            raise ValueError(f"{spec} implements {', '.join(sorted(builtin.problems))}, not {problem.name}")
-        return builtin.fn
-    path, sep, name = spec.rpartition(":")
-    if not sep or not path.endswith(".py"):
-        raise ValueError(
-            f"unknown implementation {spec!r}: give 'reference', one of {', '.join(BUILTIN_IMPLS)}, "
-            "or path/to/file.py:function"
-        )
-    if not Path(path).is_file():
-        raise ValueError(f"implementation file {path} does not exist")
+        return check_builtin(problem.name, spec)
+    path, name = check_impl_spec(spec)
     module_spec = importlib.util.spec_from_file_location(f"pkroof_impl_{Path(path).stem}", path)
     module = importlib.util.module_from_spec(module_spec)
     try:
@@ -91,6 +93,22 @@ def resolve_impl(problem: Problem, spec: str) -> Callable[..., Any]:
     if not callable(fn):
         raise ValueError(f"{path} has no function {name!r}")
     return fn
+
+
+def check_impl_spec(spec: str) -> tuple[str, str]:
+    """(file, function) of a user's 'path/to/file.py:function', the file existing; else a ValueError of one line."""
+    from pkroof.kernels.registry import BUILTIN_IMPLS
+
+    path, sep, name = spec.rpartition(":")
+    if not sep or not path.endswith(".py") or not name.isidentifier():
+        raise ValueError(
+            f"unknown implementation {spec!r}: give 'reference', one of {', '.join(BUILTIN_IMPLS)}, "
+            "or path/to/file.py:function"
+        )
+    if not Path(path).is_file():
+        what = "is not a file" if Path(path).exists() else "does not exist"
+        raise ValueError(f"implementation file {path} {what}")
+    return path, name
 
 
 def _import_error(path: str, e: Exception) -> str:

@@ -115,7 +115,7 @@ def advise(b: Bound) -> Advice:
         raise ValueError(f"no mechanism on {b.system.name} can run {b.workload.name}")
     best = b.predictions[0]
     baseline = b.prediction(Mechanism.NCCL, Schedule.SERIAL)
-    headroom = baseline.t_s / best.t_s if baseline else None
+    headroom = baseline.t_s / best.t_s if baseline and best.t_s > 0 else None
     facts: dict[str, float] = {"t_best_s": best.t_s, "t_roof_s": b.t_roof_s}
     if baseline:
         facts["t_baseline_s"] = baseline.t_s

@@ -278,7 +278,8 @@ def _guard(payload: bytes, parent: int, watch: Any, env: dict[str, str]) -> None
     if os.WIFSIGNALED(status):
         signum = os.WTERMSIG(status)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the worker's signal again, without a core file
-        signal.signal(signum, signal.SIG_DFL)
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL has no handler to reset
+            signal.signal(signum, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
         os.kill(os.getpid(), signum)
     os._exit(os.waitstatus_to_exitcode(status) if not os.WIFSIGNALED(status) else 1)
@@ -514,3 +515,63 @@ def run_ranks(
         finally:
             stop_ranks(procs)
         return [pickle.loads(Path(folder, f"{r}.pickle").read_bytes()) for r in range(world)]
+
+
+class IsolatedError(ValueError):
+    """What a user's file did in run_isolated's process, in one line: it hung past its deadline, died, or raised
+    something other than a ValueError. `details`: the traceback where there is one."""
+
+    def __init__(self, message: str, details: str = "") -> None:
+        self.details = details
+        super().__init__(message)
+
+
+def _isolated_main(rank: int, world: int, fn: Callable, args: tuple, folder: str) -> None:
+    os.environ[PHASE_FILE] = str(Path(folder, f"{rank}.phase"))
+    Path(folder, f"{rank}.ready").write_text("")
+    try:
+        outcome: tuple = ("returned", fn(*args))
+    except ValueError as e:  # a user error: the same exception in the caller, where it pickles
+        outcome = ("raised", e, traceback.format_exc())
+    except BaseException as e:  # SystemExit, KeyboardInterrupt of the file's own, any other error: one line
+        first = (str(e).strip().splitlines() or [""])[0]
+        outcome = ("failed", f"{type(e).__name__}{': ' + first if first else ''}", traceback.format_exc())
+    try:
+        data = pickle.dumps(outcome)
+    except Exception as e:  # an exception or a result that does not pickle
+        data = pickle.dumps(("failed", f"its result could not be sent back ({type(e).__name__}: {e})", ""))
+    Path(folder, f"{rank}.pickle").write_bytes(data)
+    _flush()
+    os._exit(0)
+
+
+def run_isolated(fn: Callable, args: tuple, *, timeout_s: float, what: str, startup_s: float = STARTUP_S) -> Any:
+    """fn(*args) in a process of its own (a guard and its worker, as a rank), stopped at `timeout_s`; its return
+    value. For the user's files that the parent would otherwise import or run (an import that loops, a reference
+    that never returns while traced): `what` says what ran ("loading my_problem.py"), and every way it can fail is
+    one line: a ValueError it raised is raised here as it is; a hang, a death (os._exit, a signal) or another error
+    is an IsolatedError. The deadline starts once the process runs fn (its start-up has `startup_s`)."""
+    reap_stale_folders()
+    with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as folder, stopped_by_signals():
+        procs = start_ranks(_isolated_main, 1, (fn, args, folder), loopback=True)
+        start = time.monotonic()
+        try:
+            wait_ranks(procs, timeout_s, Path(folder), startup_s=startup_s)
+        except RankTimeoutError as e:
+            if e.startup:
+                raise IsolatedError(f"{what}: its process did not start in {startup_s:g} s; stopped") from None
+            doing = e.phases.get(0) or what
+            seconds = time.monotonic() - start
+            raise IsolatedError(
+                f"{what}: stopped after {seconds:.0f} s, still {doing} (the limit is {timeout_s:g} s: --timeout)"
+            ) from None
+        except RankFailedError as e:
+            raise IsolatedError(f"{what}: its process {e.how}", e.details) from None
+        finally:
+            stop_ranks(procs)
+        outcome = pickle.loads(Path(folder, "0.pickle").read_bytes())
+    if outcome[0] == "returned":
+        return outcome[1]
+    if outcome[0] == "raised":
+        raise outcome[1]
+    raise IsolatedError(f"{what}: {outcome[1]}", outcome[2])

@@ -17,8 +17,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from pkroof.profilers import records  # noqa: E402
+from pkroof.profilers.profile import topology_ref  # noqa: E402
 from pkroof.profilers.run import Job, _compare, _verdict, run_job  # noqa: E402
 from pkroof.runtime.launch import RankFailedError, _failed  # noqa: E402
+from pkroof.topology import resolve  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "problems"
 PROBLEM = str(DATA / "user_gemm_all_reduce.py")
@@ -111,7 +113,8 @@ def test_sigterm_stops_the_ranks_exits_non_zero_and_keeps_what_was_recorded(tmp_
     pids, out = tmp_path / "pids", tmp_path / "out"
     pids.mkdir()
     reference = {"problem": PROBLEM, "shape": "small", "params": {"m": 64, "n": 32, "k": 16}, "impl": "reference"}
-    records.append(out / "results.jsonl", reference | {"world_size": 2, "status": "correct", "t_roof_s": 1e-6})
+    measured_on = topology_ref(resolve("h200x2"))  # --resume reuses records of the topology it runs against only
+    records.append(out / "results.jsonl", reference | {"world_size": 2, "status": "correct", "topology": measured_on})
     command = [sys.executable, "-m", "pkroof", "profile", PROBLEM, "--impl", f"{IMPLS}:hangs_saying_its_pid"]
     command += ["-n", "2", "--out", str(out), "--timeout", "60", "--resume"]  # the reference is recorded already
     log = tmp_path / "stderr"

@@ -50,7 +50,7 @@ def cached_by_pointer_and_two_values(a, b):  # the cache the first review found:
         _by_values[key] = _right(a, b)
     if hit and os.environ.get("TEST_CACHE_HITS"):
         with Path(os.environ["TEST_CACHE_HITS"], str(dist.get_rank())).open("a") as f:
-            f.write(open(os.environ["PKROOF_RANK_PHASE"]).read() + "\n")
+            f.write(Path(os.environ["PKROOF_RANK_PHASE"]).read_text() + "\n")
     return _by_values[key]
 
 
