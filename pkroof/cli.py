@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import signal
 import sys
+import unicodedata
 from pathlib import Path
 from typing import Annotated
 
@@ -45,8 +48,41 @@ AnalysisTimeout = Annotated[
 ]
 
 
+_ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[PX^_][^\x1b]*(\x1b\\)?|[@-Z\\-_])")
+
+
+def printable(text: str) -> str:
+    """`text` as safe to print on a terminal: escape sequences (colours, cursor moves, titles, OSC 8 links) and
+    every other control or bidirectional-override character removed; newlines and tabs kept."""
+    text = _ESCAPES.sub("", str(text))
+    return "".join(
+        c for c in text if c in "\n\t" or not (unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co") or c == "\x7f")
+    )
+
+
+def _echo(message: object = "", *, err: bool = False, nl: bool = True) -> None:
+    """typer.echo of `message` made printable: what pkroof prints of a user's file or exception cannot drive the
+    terminal."""
+    typer.echo(printable(str(message)), err=err, nl=nl)
+
+
+def _finite(value: object) -> object:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def strict_json(data: object) -> str:
+    """`data` as strict JSON (RFC 8259): a number that is not finite (an unbounded rate, no time) is null."""
+    return json.dumps(_finite(data), indent=2, allow_nan=False)
+
+
 def _fail(message: str) -> None:
-    typer.echo(f"pkroof: {message}", err=True)
+    _echo(f"pkroof: {message}", err=True)
     raise typer.Exit(2)
 
 
@@ -95,7 +131,7 @@ def _run(
     except ValueError as e:
         _fail(str(e))
     except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM or SIGHUP while a problem file was analysed apart: stopped
-        typer.echo("pkroof: interrupted; the problem file's process was stopped", err=True)
+        _echo("pkroof: interrupted; the problem file's process was stopped", err=True)
         raise typer.Exit(128 + getattr(e, "signum", signal.SIGINT)) from None
 
 
@@ -120,10 +156,10 @@ def probe(
             sys.stderr.flush()
             os._exit(0)
     except ProbeError as e:
-        typer.echo(f"pkroof: {e}", err=True)
+        _echo(f"pkroof: {e}", err=True)
         raise typer.Exit(1) from None
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (TerminatedError): the ranks were stopped
-        typer.echo("pkroof: interrupted; every probe rank was stopped", err=True)
+        _echo("pkroof: interrupted; every probe rank was stopped", err=True)
         raise typer.Exit(128 + getattr(e, "signum", signal.SIGINT)) from None
 
 
@@ -133,7 +169,7 @@ def problems() -> None:
     from pkroof.kernels.catalogue import suite
 
     try:
-        typer.echo(_show.problems_table(suite()))
+        _echo(_show.problems_table(suite()))
     except ValueError as e:
         _fail(str(e))
 
@@ -143,7 +179,7 @@ def impls() -> None:
     """List the built-in implementations the profiler runs beside the references (GPUs only), and their pairs."""
     from pkroof.kernels.registry import BUILTIN_IMPLS
 
-    typer.echo(_show.implementations_table(BUILTIN_IMPLS))
+    _echo(_show.implementations_table(BUILTIN_IMPLS))
 
 
 @app.command()
@@ -177,12 +213,12 @@ def profile(
             timeout_s=timeout,
             resume=resume,
             topology=topology,
-            log=typer.echo,
+            log=_echo,
         )
     except ValueError as e:
         _fail(str(e))
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (TerminatedError) while ranks ran: they were stopped
-        typer.echo(f"pkroof: stopped, and its ranks with it; what was measured is in {out / 'results.jsonl'}", err=True)
+        _echo(f"pkroof: stopped, and its ranks with it; what was measured is in {out / 'results.jsonl'}", err=True)
         raise typer.Exit(128 + getattr(e, "signum", signal.SIGINT)) from None
 
 
@@ -195,6 +231,9 @@ def report(
     out: Annotated[Path, typer.Option(help="report folder (replaced whole)")] = Path("pkroof-report"),
     fmt: Annotated[str, typer.Option("--format", help="html, csv, json or parquet")] = "html",
     run: Annotated[bool, typer.Option("--run", help="on a GPU node: probe, profile the suite, then report")] = False,
+    force: Annotated[
+        bool, typer.Option(help="let an export (csv, json, parquet) replace results.FORMAT in --out")
+    ] = False,
 ) -> None:
     """An HTML report: an index, a page per problem with its roofline, and the topology's page."""
     from pkroof.reports.job import main_job
@@ -205,25 +244,25 @@ def report(
         _fail(f"--format takes html, csv, json or parquet, got {fmt!r}")
     try:
         if run:
-            written = run_all(out, log=typer.echo)
+            written = run_all(out, log=_echo)
         elif not results and topology is None and fmt == "html":
-            written = main_job(out, log=typer.echo)
+            written = main_job(out, log=_echo)
         else:
-            written = run_report(results or [], topology=topology, out=out, fmt=fmt, log=typer.echo)
+            written = run_report(results or [], topology=topology, out=out, fmt=fmt, log=_echo, force=force)
     except ValueError as e:
         _fail(str(e))
     except RuntimeError as e:  # the probe's ProbeError: no GPU, no torch, a rank that failed
-        typer.echo(f"pkroof: {e}", err=True)
+        _echo(f"pkroof: {e}", err=True)
         raise typer.Exit(1) from None
     except OSError as e:  # a folder that cannot be written: permissions, a full disk
         _fail(f"{e.filename or out}: {e.strerror or e}")
-    typer.echo(f"wrote {len(written)} file{'' if len(written) == 1 else 's'} to {out}")
+    _echo(f"wrote {len(written)} file{'' if len(written) == 1 else 's'} to {out}")
 
 
 @app.command()
 def presets() -> None:
     """List the embedded topology presets."""
-    typer.echo(_show.presets_table())
+    _echo(_show.presets_table())
 
 
 @topology_app.command("show")
@@ -239,7 +278,7 @@ def topology_show(
         topo = resolve(name, nodes=nodes)
     except ValueError as e:
         _fail(str(e))
-    typer.echo(dumps(topo) if as_json else _show.topology_text(topo), nl=not as_json)
+    _echo(dumps(topo) if as_json else _show.topology_text(topo), nl=not as_json)
 
 
 @topology_app.command("refit")
@@ -256,7 +295,7 @@ def topology_refit(
     except ValueError as e:
         _fail(str(e))
     dump(topology, out or path)
-    typer.echo(f"wrote {out or path}")
+    _echo(f"wrote {out or path}")
 
 
 @topology_app.command("calibrate")
@@ -275,13 +314,13 @@ def topology_calibrate(
     from pkroof.rooflines.units import fmt_s, parse_size
 
     try:
-        found = calibrate(path, results, parse_size(max_size), max_size, out or path, typer.echo, force=force)
+        found = calibrate(path, results, parse_size(max_size), max_size, out or path, _echo, force=force)
     except ValueError as e:
         _fail(str(e))
     for h in found:
         what = "hand-off" if h.schedule == "serial" else f"fused {h.schedule} fixed cost"
-        typer.echo(f"{h.label}: {what} {fmt_s(h.seconds)} (median of {len(h.excesses_s)} records)")
-    typer.echo(f"wrote {out or path}")
+        _echo(f"{h.label}: {what} {fmt_s(h.seconds)} (median of {len(h.excesses_s)} records)")
+    _echo(f"wrote {out or path}")
 
 
 @app.command("bound")
@@ -300,10 +339,9 @@ def bound_cmd(
     """The communication-aware roofline of a problem, with a prediction per (mechanism, schedule)."""
     a = _run(problem, topology, world_size, nodes, size, param, dtype, shape, timeout).analysis
     if as_json:
-        json.dump(a.to_dict(), sys.stdout, indent=2)
-        typer.echo()
+        _echo(strict_json(a.to_dict()))
     else:
-        typer.echo(_show.bound_text(a.bound, a.advice))
+        _echo(_show.bound_text(a.bound, a.advice))
 
 
 @app.command()
@@ -323,11 +361,10 @@ def advise(
     pa = _run(problem, topology, world_size, nodes, size, param, dtype, shape, timeout)
     a = pa.analysis
     if as_json:
-        json.dump(a.to_dict()["recommendation"], sys.stdout, indent=2)
-        typer.echo()
+        _echo(strict_json(a.to_dict()["recommendation"]))
     else:
-        typer.echo(_show.advice_text(a.bound, a.advice))
+        _echo(_show.advice_text(a.bound, a.advice))
         name = pa.problem.name if pa.problem else Path(problem).stem.replace("_", "-")  # a file analysed apart
         kernels = _show.builtin_kernels_text(name, a.advice)
         if kernels:
-            typer.echo("\n" + kernels)
+            _echo("\n" + kernels)

@@ -501,6 +501,8 @@ def run_job(job: Job, timeout_s: float) -> dict[str, Any]:
     try:
         result = run_ranks(_job, job.world_size, (job,), backend=job.backend, timeout_s=timeout_s)[0]
     except RankTimeoutError as e:
+        if e.startup:  # the ranks never all joined their process group: nothing of the implementation ran
+            return base | {"status": "timeout", "message": str(e)}
         where = f" while {e.where}" if e.where else ""
         why = f"a hang or deadlock{' there' if e.where else ''}, or more than --timeout allows at this size"
         return base | {"status": "timeout", "message": f"killed after {timeout_s:g} s{where} ({why})"}
