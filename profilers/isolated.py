@@ -15,6 +15,7 @@ from pkroof.runtime.launch import phase, run_isolated
 
 from .analysis import ProblemAnalysis, analyze
 
+PRELOAD = ("torch", "pkroof.profilers.trace")  # imported before the deadline starts: pkroof's start-up
 ANALYSIS_TIMEOUT_S = 120.0  # `pkroof bound/advise --timeout`: importing the file, its workload() or the trace
 
 
@@ -37,4 +38,4 @@ def analyze_anywhere(problem: str, *, timeout_s: float = ANALYSIS_TIMEOUT_S, **k
     if not 0 < timeout_s < float("inf"):
         raise ValueError(f"--timeout must be a positive number of seconds, got {timeout_s:g}")
     check_path(Path(problem))
-    return run_isolated(_analyze_here, (problem, kw), timeout_s=timeout_s, what=f"analysing {problem}")
+    return run_isolated(_analyze_here, (problem, kw), timeout_s=timeout_s, what=f"analysing {problem}", preload=PRELOAD)

@@ -20,6 +20,7 @@ from pkroof.topology import Topology, dumps, resolve
 from . import records
 from .analysis import ProblemAnalysis, analyze
 from .evaluate import derive
+from .isolated import PRELOAD
 from .run import Job, check_builtin, check_impl_spec, finish, resolve_impl, run_job
 
 REFERENCE_PAIR = {"mechanism": "nccl", "schedule": "serial"}  # PyTorch + torch.distributed: compute, then NCCL
@@ -221,7 +222,7 @@ def profile(
             check_impl_spec(impl)
         if user_code(name, user_impls):  # a user's file runs: under the deadline, in a process of its own
             what = f"preparing {Path(name).name if is_file(name) else name}"
-            prepared.append(run_isolated(prepare_isolated, args, timeout_s=timeout_s, what=what))
+            prepared.append(run_isolated(prepare_isolated, args, timeout_s=timeout_s, what=what, preload=PRELOAD))
         else:
             prepared.append(prepare(*args))
         for impl in given:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib
 import multiprocessing
 import os
 import pickle
@@ -526,8 +527,11 @@ class IsolatedError(ValueError):
         super().__init__(message)
 
 
-def _isolated_main(rank: int, world: int, fn: Callable, args: tuple, folder: str) -> None:
+def _isolated_main(rank: int, world: int, fn: Callable, args: tuple, folder: str, preload: tuple[str, ...]) -> None:
     os.environ[PHASE_FILE] = str(Path(folder, f"{rank}.phase"))
+    for module in preload:  # pkroof's own imports (torch) are start-up, not the user's file's time
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
     Path(folder, f"{rank}.ready").write_text("")
     try:
         outcome: tuple = ("returned", fn(*args))
@@ -545,15 +549,24 @@ def _isolated_main(rank: int, world: int, fn: Callable, args: tuple, folder: str
     os._exit(0)
 
 
-def run_isolated(fn: Callable, args: tuple, *, timeout_s: float, what: str, startup_s: float = STARTUP_S) -> Any:
+def run_isolated(
+    fn: Callable,
+    args: tuple,
+    *,
+    timeout_s: float,
+    what: str,
+    startup_s: float = STARTUP_S,
+    preload: tuple[str, ...] = (),
+) -> Any:
     """fn(*args) in a process of its own (a guard and its worker, as a rank), stopped at `timeout_s`; its return
     value. For the user's files that the parent would otherwise import or run (an import that loops, a reference
     that never returns while traced): `what` says what ran ("loading my_problem.py"), and every way it can fail is
     one line: a ValueError it raised is raised here as it is; a hang, a death (os._exit, a signal) or another error
-    is an IsolatedError. The deadline starts once the process runs fn (its start-up has `startup_s`)."""
+    is an IsolatedError. The deadline starts once the process runs fn (its start-up, `preload`'s imports included,
+    has `startup_s`)."""
     reap_stale_folders()
     with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as folder, stopped_by_signals():
-        procs = start_ranks(_isolated_main, 1, (fn, args, folder), loopback=True)
+        procs = start_ranks(_isolated_main, 1, (fn, args, folder, preload), loopback=True)
         start = time.monotonic()
         try:
             wait_ranks(procs, timeout_s, Path(folder), startup_s=startup_s)
