@@ -199,7 +199,7 @@ def export(records: pd.DataFrame, path: Path, fmt: str) -> Path:
     if fmt == "csv":
         text = records.copy()
         for column in text.columns:
-            if text[column].dtype == object:
+            if not pd.api.types.is_numeric_dtype(text[column]):  # text, whether object or string dtype
                 text[column] = text[column].map(neutralised)
         text.to_csv(path, index=False)
     elif fmt == "json":

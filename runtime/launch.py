@@ -423,7 +423,8 @@ def _failed(procs: list, folder: Path | None) -> RankFailedError | None:
     times = {r: raised_at(r) for r in failed}
     rank = min(failed, key=lambda r: (times[r] is not None, procs[r].exitcode >= 0, times[r] or 0, r))
     details = (folder / f"{rank}.error").read_text().strip() if times[rank] is not None else ""
-    return RankFailedError(rank, procs[rank].exitcode, details.splitlines()[-1] if details else "", details)
+    last = details.split("\n")[-1] if details else ""  # a carriage return inside a message is no line break
+    return RankFailedError(rank, procs[rank].exitcode, last, details)
 
 
 STARTUP_S = 180.0  # spawning the ranks and joining their process group: not the implementation's time

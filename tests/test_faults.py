@@ -285,7 +285,8 @@ def test_the_suite_all_reduce_returning_its_input_after_the_checks_is_incorrect(
     status = {r["impl"].rpartition(":")[2]: r for r in written}
     cheat = status["right_for_3_calls_then_its_input"]
     assert cheat["status"] == "incorrect" and "median_s" not in cheat
-    assert cheat["message"].startswith("timed sample 1: ranks 0, 1: output 0: 2048 of 2048 elements differ")
+    assert cheat["message"].startswith("timed sample 1: rank 0: output 0: ")  # bf16: a few elements happen to agree
+    assert "elements differ" in cheat["message"]
     assert status["in_place"]["status"] == "correct"  # reducing its input in place is allowed, and right
 
 
@@ -402,7 +403,7 @@ def test_every_listening_socket_of_the_ranks_is_on_loopback(tmp_path, pids, monk
     runner.start()
     try:
         deadline = time.monotonic() + 240
-        while len([f for f in pids.iterdir() if f.name.startswith("grandchild")]) < 2:
+        while len([f for f in pids.iterdir() if "-grandchild-" in f.name]) < 2:
             assert time.monotonic() < deadline and runner.is_alive()
             time.sleep(0.1)
         ranks = launch.descendants({os.getpid()})
@@ -447,7 +448,7 @@ BOUND_FAILS = {
     "workload_is_a_dict": "{path}: workload() returned dict, not a pkroof.rooflines.Workload",
     "workload_is_empty": "{path}: workload(): the workload has nothing to bound (no communication, no FLOPs",
     "workload_has_nan": "{path}: workload(): workload hbm_bytes must be a finite number ≥ 0, got nan",
-    "workload_negative_flops": "{path}: workload(): compute op 'mm': flops must be a finite number ≥ 0, got -1e+12",
+    "workload_negative_flops": "{path}: workload(): compute op 'mm': flops must be a finite number ≥ 0, got -1000000000000.0",
 }
 
 
@@ -726,7 +727,7 @@ def test_a_message_with_terminal_escapes_is_printed_without_them(tmp_path, pids)
                   "--resume")  # fmt: skip
     assert result.returncode == 0, result.stderr
     row = next(line for line in result.stdout.splitlines() if "crashed" in line)
-    assert "red title cleared evildone" in row
+    assert "RuntimeError: red title cleared evildone" in row
     assert not any(c in row for c in "\x1b\x07\x08\r\u202e")
     stored = records.read(out / "results.jsonl")[0][-1]
     assert "\x1b[31m" in stored["message"]  # the record keeps what was said; only the terminal is spared

@@ -59,13 +59,13 @@ def right_only_while_the_phase_says_check(a, b):  # reads pkroof's own phase fil
     return _right(a, b) if "check" in phase else torch.zeros(a.shape[0], b.shape[1])
 
 
-_seen: list = []
+_seen: list = []  # the tensors themselves: kept alive, so no later allocation can reuse their addresses
 
 
 def right_on_freshly_allocated_inputs(a, b):  # the checks hand it new tensors; timing reuses buffers
-    if a.data_ptr() in _seen:
+    if any(a.data_ptr() == t.data_ptr() for t in _seen):
         return torch.zeros(a.shape[0], b.shape[1])
-    _seen.append(a.data_ptr())
+    _seen.append(a)
     return _right(a, b)
 
 
