@@ -1,7 +1,9 @@
 """Start N rank processes, wait for them with a deadline, stop them all on any failure: the one launcher.
 
-Ranks are processes of the standard library's spawn context, so the parent never needs CUDA. `run_ranks` also
-joins them in a process group (gloo on CPU, NCCL on GPUs) and brings each rank's return value back.
+Ranks come from the standard library's fork server (torch imported once, CUDA never), so the parent never needs
+CUDA and a rank starts in a fraction of a second; each is a guard and the worker it forks (below: process
+hygiene). `run_ranks` also joins them in a process group (gloo on CPU, NCCL on GPUs) and brings each rank's return
+value back.
 """
 
 from __future__ import annotations
@@ -248,18 +250,20 @@ def reap_stale_folders(tmp: Path | None = None) -> list[Path]:
     return removed
 
 
-def _guard(payload: bytes, parent: int, watch: Any, env: dict[str, str]) -> None:
-    """The spawned process of one rank: fork the worker, wait for it or for pkroof's end, leave no process behind.
-    It exits as its worker did (the same code, or killed by the same signal), so a crash reads the same."""
+def _guard(payload: bytes, watch: Any, env: dict[str, str], cwd: str, path: list[str]) -> None:
+    """The process of one rank: fork the worker, wait for it or for pkroof's end, leave no process behind. It exits
+    as its worker did (the same code, or killed by the same signal), so a crash reads the same. It came from the
+    fork server, so it takes pkroof's environment, folder and import path of now, not of the server's start."""
+    os.environ.clear()
     os.environ.update(env)
+    os.chdir(cwd)
+    sys.path[:] = path
     os.setpgid(0, 0)
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     stop = threading.Event()
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(s, lambda *_: stop.set())
-    guard = os.getpid()
-    if os.getppid() != parent:  # pkroof died before this guard started: nothing to run for
-        os._exit(1)
+    guard = os.getpid()  # pkroof gone before this line: the pipe is at its end already, and the worker is stopped
     worker = os.fork()
     if worker == 0:
         _worker(payload, guard, watch)
@@ -343,19 +347,42 @@ class Ranks(list):
         self.pipes, self.before, self.subreaper_was = pipes, before, subreaper_was
 
 
+# Ranks come from multiprocessing's fork server, started once per pkroof process with torch imported: a rank then
+# starts in well under a second instead of importing torch again (4-10 s on a busy 2-core machine). The server
+# never touches CUDA (importing torch does not), so a rank may; it exits when pkroof does.
+PRELOAD = ["__main__", "torch", "torch.distributed", "pkroof.runtime.launch"]
+_CONTEXT: list = []
+
+
+def _context() -> Any:
+    if not _CONTEXT:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(PRELOAD)
+        _CONTEXT.append(ctx)
+    return _CONTEXT[0]
+
+
+def _server() -> int | None:
+    """The fork server's PID, once it runs (a child of pkroof that is not a rank's)."""
+    from multiprocessing import forkserver
+
+    return getattr(forkserver._forkserver, "_forkserver_pid", None)
+
+
 def start_ranks(target: Callable[..., None], world: int, args: tuple, *, loopback: bool = True) -> Ranks:
-    """target(rank, world, *args) in `world` spawned processes (each a guard and its worker, above). `loopback`
-    (one node): gloo's and NCCL's sockets on the loopback interface where the user set none."""
-    ctx = multiprocessing.get_context("spawn")
+    """target(rank, world, *args) in `world` processes (each a guard and its worker, above). `loopback` (one node):
+    gloo's and NCCL's sockets on the loopback interface where the user set none."""
+    ctx = _context()
     before = {p for p, (ppid, _, _) in _processes().items() if ppid == os.getpid()}
     subreaper_was = _is_subreaper()
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
-    env = {k: v for k, v in LOOPBACK_ENV.items() if loopback and k not in os.environ}
+    env = dict(os.environ) | {k: v for k, v in LOOPBACK_ENV.items() if loopback and k not in os.environ}
     procs, pipes = [], []
     for rank in range(world):
         reader, writer = ctx.Pipe(duplex=False)
         payload = pickle.dumps((target, (rank, world, *args)))
-        procs.append(ctx.Process(target=_guard, args=(payload, os.getpid(), reader, env), daemon=True))
+        guard_args = (payload, reader, env, os.getcwd(), list(sys.path))
+        procs.append(ctx.Process(target=_guard, args=guard_args, daemon=True))
         pipes.append((reader, writer))
     ranks = Ranks(procs, pipes, before, subreaper_was)
     try:
@@ -379,8 +406,9 @@ def stop_ranks(procs: list) -> None:
     for p in procs:
         p.join(5)
     started = [p.pid for p in procs if p.pid is not None]
-    if any(p.is_alive() for p in procs):  # a guard that did not leave (stopped, stuck): its group and tree from here
-        kill_tree(set(started), set(started))
+    # a guard that did not leave (stopped, stuck), or one killed before it could stop its tree: its process group
+    # and whatever is still below it, from here
+    kill_tree(set(started), set(started))
     for p in procs:
         if p.is_alive():
             p.kill()
@@ -390,16 +418,23 @@ def stop_ranks(procs: list) -> None:
 
 
 def _sweep_orphans(ranks: Ranks, started: set[int]) -> None:
-    """Kill what reparented to pkroof (a child subreaper while ranks ran) since start_ranks, then drop the flag."""
+    """Kill what reparented to pkroof (a child subreaper while ranks ran) since start_ranks, and collect the exit
+    status of such children that died (a guard killed by a signal leaves its worker and the worker's children to
+    pkroof: they reparent as they die, so /proc is read until two readings in a row find nothing); then drop the
+    flag."""
     from multiprocessing import resource_tracker
 
-    tracker = getattr(resource_tracker._resource_tracker, "_pid", None)
-    mine = os.getpid()
-    orphans = {
-        p for p, (ppid, _, _) in _processes().items() if ppid == mine and p not in ranks.before | started | {tracker}
-    }
-    if orphans:
-        _reap(kill_tree(orphans))
+    known = ranks.before | started | {getattr(resource_tracker._resource_tracker, "_pid", None), _server()}
+    mine, quiet = os.getpid(), 0
+    while quiet < 2:
+        table = _processes()
+        children = {p for p, (ppid, _, _) in table.items() if ppid == mine and p not in known}
+        dead = {p for p in children if table[p][2] == "Z"}
+        if children - dead:
+            kill_tree(children - dead)
+        _reap(children)
+        quiet = 0 if children else quiet + 1
+        time.sleep(0.02)
     if not ranks.subreaper_was:
         _prctl(_PR_SET_CHILD_SUBREAPER, 0)
 
@@ -428,6 +463,7 @@ def _failed(procs: list, folder: Path | None) -> RankFailedError | None:
 
 
 STARTUP_S = 180.0  # spawning the ranks and joining their process group: not the implementation's time
+CAUSE_GRACE_S = 2.0  # after a rank raised, how long its peers may take to end before it is blamed
 
 
 def _ready(folder: Path, world: int) -> bool:
@@ -440,10 +476,15 @@ def wait_ranks(procs: list, deadline_s: float, folder: Path | None = None, start
     `folder` once in the process group) the deadline starts when every rank is ready; start-up has its own limit."""
     start = time.monotonic()
     started = startup_s is None or folder is None
+    seen: float | None = None  # when a rank was first seen to have raised
     while any(p.is_alive() for p in procs):
         failure = _failed(procs, folder)
-        if failure:
+        if failure and (failure.exitcode is None or failure.exitcode < 0 or not failure.message):
             raise failure
+        if failure:  # it raised: a peer killed by a signal (its guard still stopping its tree) may be the cause
+            seen = seen or time.monotonic()
+            if time.monotonic() - seen > CAUSE_GRACE_S:
+                raise failure
         if not started:
             if _ready(folder, len(procs)):
                 started, start = True, time.monotonic()
