@@ -160,6 +160,8 @@ def _compare(got: tuple, want: tuple) -> tuple[bool, float | None, str]:
         if not isinstance(g, torch.Tensor) or g.shape != w.shape or g.dtype != w.dtype:
             what = (tuple(g.shape), g.dtype) if isinstance(g, torch.Tensor) else type(g).__name__
             return False, None, f"output {i}: got {what}, the reference gives {(tuple(w.shape), w.dtype)}"
+        if g.device != w.device:
+            return False, None, f"output {i}: on {g.device}, the reference's on {w.device}"
         if w.numel() == 0:
             continue
         rtol, atol = TOLERANCES.get(str(w.dtype).removeprefix("torch."), (0.0, 0.0))
@@ -243,10 +245,13 @@ def _refill(buffers: tuple, fresh: tuple) -> bool:
                 return False
         elif b != f:
             return False
-    with torch.no_grad():
-        for b, f in zip(buffers, fresh, strict=True):
-            if isinstance(b, torch.Tensor):
-                b.copy_(f)
+    try:
+        with torch.no_grad():
+            for b, f in zip(buffers, fresh, strict=True):
+                if isinstance(b, torch.Tensor):
+                    b.copy_(f)
+    except RuntimeError:  # a buffer that cannot be written in place (an expanded view): not a fit
+        return False
     return True
 
 

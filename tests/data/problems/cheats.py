@@ -20,7 +20,7 @@ _calls = {"n": 0}
 
 def right_for_5_calls_then_zeros(a, b):  # the 3 checks and 2 warm-up calls, then nothing computed
     _calls["n"] += 1
-    return _right(a, b) if _calls["n"] <= 5 else torch.zeros(a.shape[0], b.shape[1])
+    return _right(a, b) if _calls["n"] <= 5 else torch.zeros(a.shape[0], b.shape[1], device=a.device)
 
 
 def right_for_11_calls_then_the_last_answer(a, b):  # a few timed samples right, then replays its last output
@@ -56,7 +56,7 @@ def cached_by_pointer_and_two_values(a, b):  # the cache the first review found:
 
 def right_only_while_the_phase_says_check(a, b):  # reads pkroof's own phase file
     phase = Path(os.environ["PKROOF_RANK_PHASE"]).read_text() if "PKROOF_RANK_PHASE" in os.environ else ""
-    return _right(a, b) if "check" in phase else torch.zeros(a.shape[0], b.shape[1])
+    return _right(a, b) if "check" in phase else torch.zeros(a.shape[0], b.shape[1], device=a.device)
 
 
 _seen: list = []  # the tensors themselves: kept alive, so no later allocation can reuse their addresses
@@ -64,7 +64,7 @@ _seen: list = []  # the tensors themselves: kept alive, so no later allocation c
 
 def right_on_freshly_allocated_inputs(a, b):  # the checks hand it new tensors; timing reuses buffers
     if any(a.data_ptr() == t.data_ptr() for t in _seen):
-        return torch.zeros(a.shape[0], b.shape[1])
+        return torch.zeros(a.shape[0], b.shape[1], device=a.device)
     _seen.append(a)
     return _right(a, b)
 
@@ -73,7 +73,7 @@ def returns_at_once_and_writes_later(a, b):  # the clock stops at return; a thre
     if _calls["n"] < 3:
         _calls["n"] += 1
         return _right(a, b)
-    out = torch.zeros(a.shape[0], b.shape[1])
+    out = torch.zeros(a.shape[0], b.shape[1], device=a.device)
     partial = a @ b
 
     def later():
