@@ -439,6 +439,12 @@ def _sweep_orphans(ranks: Ranks, started: set[int]) -> None:
         _prctl(_PR_SET_CHILD_SUBREAPER, 0)
 
 
+def _read_exact(path: Path) -> str:
+    """A file's text with its carriage returns kept (read_text would turn them into line breaks)."""
+    with path.open(encoding="utf-8", errors="replace", newline="") as f:
+        return f.read()
+
+
 def _failed(procs: list, folder: Path | None) -> RankFailedError | None:
     """The rank that failed first. With `folder` (run_ranks'), a rank that exited, even with code 0, without
     writing its result there failed. A rank that ended without raising (a signal such as the OOM killer's -9, a
@@ -457,7 +463,7 @@ def _failed(procs: list, folder: Path | None) -> RankFailedError | None:
         return None
     times = {r: raised_at(r) for r in failed}
     rank = min(failed, key=lambda r: (times[r] is not None, procs[r].exitcode >= 0, times[r] or 0, r))
-    details = (folder / f"{rank}.error").read_text().strip() if times[rank] is not None else ""
+    details = _read_exact(folder / f"{rank}.error").strip() if times[rank] is not None else ""
     last = details.split("\n")[-1] if details else ""  # a carriage return inside a message is no line break
     return RankFailedError(rank, procs[rank].exitcode, last, details)
 

@@ -770,3 +770,34 @@ def test_hostile_strings_in_records_are_escaped_in_the_html(tmp_path):
     pages = "".join(p.read_text() for p in out.rglob("*.html"))
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in pages or "\\u003cscript" in pages
     assert script not in pages
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["bound", "{tmp}/notes.txt"],
+            "{tmp}/notes.txt: not a problem file (a problem is a Python file",
+        ),
+        (
+            ["bound", "{tmp}/folder.py"],
+            "{tmp}/folder.py: not a problem file (a problem is a Python file",
+        ),
+        (["bound", "{tmp}/missing.py"], "{tmp}/missing.py: no such problem file"),
+        (["profile", "all-reduce", "--impl", "{tmp}/notes.txt:f"], "unknown implementation '{tmp}/notes.txt:f'"),
+        (["profile", "all-reduce", "--impl", "{tmp}/folder.py:f"], "implementation file {tmp}/folder.py is not a file"),
+        (["profile", "all-reduce", "--impl", "{tmp}/impl.py:not-a-name"], "unknown implementation '{tmp}/impl.py:not"),
+        (["bound", "{tmp}/impl.py", "--timeout", "0"], "--timeout must be a positive number of seconds, got 0"),
+        (["bound", "{tmp}/impl.py", "--timeout", "nan"], "--timeout must be a positive number of seconds, got nan"),
+        (["profile", "all-reduce", "--timeout", "inf"], "timeout must be a positive number of seconds, got inf"),
+    ],
+    ids=["text", "folder", "missing", "impl-text", "impl-folder", "impl-name", "timeout-0", "timeout-nan", "inf"],
+)
+def test_a_path_or_limit_that_is_no_such_thing_is_one_line_before_anything_runs(args, expected, tmp_path):
+    (tmp_path / "notes.txt").write_text("def inputs(): pass\n")
+    (tmp_path / "folder.py").mkdir()
+    (tmp_path / "impl.py").write_text("def f(x):\n    return x\n")
+    out = ["--out", str(tmp_path / "out")] if args[0] == "profile" else ["-t", "h200x2"]
+    err = _one_line(_cli(*[a.format(tmp=tmp_path) for a in args], *out))
+    assert err.startswith(expected.format(tmp=tmp_path)), err
+    assert not (tmp_path / "out").exists()

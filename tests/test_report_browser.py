@@ -60,6 +60,7 @@ def report(tmp_path_factory):
             "p90_s": median * 1.1,
             "fraction_of_roofline": 1.4e-6 / median,
             "environment": {"host": host, "backend": "nccl", "gpu": "NVIDIA H200"},
+            "schema": "pkroof.record/2",  # records are read strictly: a line without a schema is no record
         }
 
     results = base / "results.jsonl"
