@@ -481,13 +481,7 @@ def test_a_problem_file_that_misbehaves_is_one_line_for_bound_and_advise(case, c
         pytest.skip("advise takes the same path as bound: three cases suffice")
     path = tmp_path / f"{case}.py"
     path.write_text(SOURCES[case])
-    result = subprocess.run(
-        [sys.executable, "-m", "pkroof", command, str(path), "-t", "h200x2", "-n", "2", "--timeout", "3"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    err = _one_line(result)
+    err = _one_line(_cli(command, str(path), "-t", "h200x2", "-n", "2", "--timeout", "3"))
     assert err.startswith(BOUND_FAILS[case].format(path=path)), err
     if "stopped after" in err:
         assert "(the limit is 3 s: --timeout)" in err
@@ -501,12 +495,7 @@ def test_a_problem_file_that_misbehaves_while_prepared_for_profile_is_one_line_a
     path.write_text(SOURCES[case])
     out = tmp_path / "out"
     seeded = _seed(out, problem=str(path), params={"n": 64})
-    result = subprocess.run(
-        [sys.executable, "-m", "pkroof", "profile", str(path), "-n", "2", "--out", str(out), "--timeout", "5"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    result = _cli("profile", str(path), "-n", "2", "--out", str(out), "--timeout", "3")
     assert _one_line(result).startswith(f"preparing {case}.py: ")
     assert records.read(out / "results.jsonl")[0] == [seeded | {"schema": records.SCHEMA}]
 
@@ -523,8 +512,17 @@ def test_inputs_that_hang_in_the_ranks_are_a_timeout_record(tmp_path, pids):
 # --- bad options, results and topology files: one line, before anything runs ----------------------------------------
 
 
-def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pkroof", *args], capture_output=True, text=True, timeout=600, cwd=cwd)
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    """`pkroof ARGS` run in this process (typer's runner): its exit code, stdout and stderr. The ranks and the
+    processes a problem file is analysed in come from this process's fork server, as they would from pkroof's."""
+    from typer.testing import CliRunner
+
+    from pkroof.cli import app
+
+    result = CliRunner().invoke(app, list(args))
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, result.stderr)
 
 
 def test_profile_out_naming_an_existing_file_is_refused_before_any_rank_starts(tmp_path, pids):
