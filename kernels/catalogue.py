@@ -203,6 +203,31 @@ def guarded(problem: Problem, function: str, call: Callable[[], Any]) -> Any:
         raise ProblemError(f"{problem.path}: {function}() exited (SystemExit: {e.code})") from None
 
 
+def check_workload(workload: Any, where: str) -> None:
+    """A ValueError of one line where a workload holds numbers no machine could do (negative, infinite, NaN) or
+    nothing at all to bound: no communication, no FLOPs and no HBM bytes."""
+    import math
+
+    def number(what: str, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise ValueError(f"{where}: {what} must be a finite number ≥ 0, got {value!r}")
+        return float(value)
+
+    total = number("workload hbm_bytes", workload.hbm_bytes)
+    for op in workload.compute:
+        total += number(f"compute op {op.name!r}: flops", op.flops) + number(
+            f"compute op {op.name!r}: hbm_bytes", op.hbm_bytes
+        )
+    for op in workload.comm:
+        total += number(f"comm op {op.name!r}: size_bytes", op.size_bytes)
+        if isinstance(op.group_size, bool) or not isinstance(op.group_size, int) or op.group_size < 1:
+            raise ValueError(
+                f"{where}: comm op {op.name!r}: group_size must be a whole number ≥ 1, got {op.group_size!r}"
+            )
+    if total == 0:
+        raise ValueError(f"{where}: the workload has nothing to bound (no communication, no FLOPs, no HBM bytes)")
+
+
 def _input_params(inputs: Callable) -> dict[str, inspect.Parameter]:
     """inputs()' shape parameters: every named parameter but the leading rank and world_size, seed and device."""
     try:
@@ -279,9 +304,18 @@ def from_module(module: ModuleType, name: str, path: Path, *, suite: bool) -> Pr
     )
 
 
+def check_path(path: Path) -> None:
+    """A ValueError unless `path` is an existing .py file (said before anything imports it)."""
+    if not path.exists():
+        raise ValueError(f"{path}: no such problem file")
+    if not path.is_file() or path.suffix != ".py":
+        raise ValueError(f"{path}: not a problem file (a problem is a Python file ending in .py)")
+
+
 def _import_file(path: Path) -> ModuleType:
     """Run the file as Python runs a script: its own folder first on the import path, so it may import its
     neighbours."""
+    check_path(path)
     folder = str(path.resolve().parent)
     if folder not in sys.path:
         sys.path.insert(0, folder)
@@ -417,10 +451,7 @@ def _read_source(path: Path) -> _FromSource | None:
 
 
 def _load_file(path: Path) -> Problem:
-    if not path.exists():
-        raise ValueError(f"{path}: no such problem file")
-    if not path.is_file() or path.suffix != ".py":
-        raise ValueError(f"{path}: not a problem file (a problem is a Python file ending in .py)")
+    check_path(path)
     module = _read_source(path) or _import_file(path)
     return from_module(module, path.stem.replace("_", "-"), path, suite=False)
 

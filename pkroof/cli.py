@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import signal
 import sys
+import unicodedata
 from pathlib import Path
 from typing import Annotated
 
@@ -25,7 +28,7 @@ app.add_typer(topology_app, name="topology")
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"pkroof {__version__}")
+        _echo(f"pkroof {__version__}")
         raise typer.Exit()
 
 
@@ -101,10 +104,51 @@ Shape = Annotated[
         "--shape", metavar="NAME", help="a named shape of the problem (pkroof problems lists them), e.g. llama3-70b-tp8"
     ),
 ]
+AnalysisTimeout = Annotated[
+    float,
+    typer.Option(
+        "--timeout",
+        metavar="S",
+        help="seconds a problem file may take to import and build its workload (its own process)",
+    ),
+]
+
+
+_ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[PX^_][^\x1b]*(\x1b\\)?|[@-Z\\-_])")
+
+
+def printable(text: str) -> str:
+    """`text` as safe to print on a terminal: escape sequences (colours, cursor moves, titles, OSC 8 links) and
+    every other control or bidirectional-override character removed; newlines and tabs kept."""
+    text = _ESCAPES.sub("", str(text))
+    return "".join(
+        c for c in text if c in "\n\t" or not (unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co") or c == "\x7f")
+    )
+
+
+def _echo(message: object = "", *, err: bool = False, nl: bool = True) -> None:
+    """typer.echo of `message` made printable: what pkroof prints of a user's file or exception cannot drive the
+    terminal."""
+    typer.echo(printable(str(message)), err=err, nl=nl)
+
+
+def _finite(value: object) -> object:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def strict_json(data: object) -> str:
+    """`data` as strict JSON (RFC 8259): a number that is not finite (an unbounded rate, no time) is null."""
+    return json.dumps(_finite(data), indent=2, allow_nan=False)
 
 
 def _fail(message: str) -> None:
-    typer.echo(f"pkroof: {message}", err=True)
+    _echo(f"pkroof: {message}", err=True)
     raise typer.Exit(2)
 
 
@@ -165,11 +209,13 @@ def _analyses(
     params: list[str] | None,
     dtype: str | None,
     shape: str | None,
+    timeout: float,
 ) -> list:
-    """The one analysis of `problem` (profilers/analysis.py) at each size asked for (its own where none was), or one
-    line and exit 2. In a -b/-e sweep a size that does not split over the ranks is rounded down as nccl-tests does,
-    and one that cannot be bounded (too small to split, too large to fit) is skipped with a line on stderr."""
-    from pkroof.profilers.analysis import analyze
+    """The one analysis of `problem` (profilers/analysis.py; a user's file in a process stopped after `timeout`
+    seconds) at each size asked for (its own where none was), or one line and exit 2. In a -b/-e sweep a size that
+    does not split over the ranks is rounded down as nccl-tests does, and one that cannot be bounded (too small to
+    split, too large to fit) is skipped with a line on stderr."""
+    from pkroof.profilers.isolated import analyze_anywhere
     from pkroof.topology import resolve
 
     listed, sweep = sizes
@@ -179,21 +225,24 @@ def _analyses(
         for size in listed or [None]:
             kwargs = dict(topology=topo, shape=shape, params=_overrides(size, params), world_size=world_size)
             try:
-                out.append(analyze(problem, **kwargs, dtype=dtype, round_size=sweep))
+                out.append(analyze_anywhere(problem, timeout_s=timeout, **kwargs, dtype=dtype, round_size=sweep))
             except ValueError as e:
                 if not sweep:
                     raise
-                typer.echo(f"pkroof: skipped {size} B: {e}", err=True)
+                _echo(f"pkroof: skipped {size} B: {e}", err=True)
         if not out:
             raise ValueError("no size of the sweep could be bounded (each is named above)")
         return out
     except ValueError as e:
         _fail(str(e))
+    except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM or SIGHUP while a problem file was analysed apart: stopped
+        _echo("pkroof: interrupted; the problem file's process was stopped", err=True)
+        raise typer.Exit(128 + getattr(e, "signum", signal.SIGINT)) from None
 
 
 def _json_out(objects: list) -> None:
-    json.dump(objects[0] if len(objects) == 1 else objects, sys.stdout, indent=2)
-    typer.echo()
+    """One object as strict JSON, or a list of them (a sweep: one per size)."""
+    _echo(strict_json(objects[0] if len(objects) == 1 else objects))
 
 
 @app.command()
@@ -229,18 +278,18 @@ def probe(
 
             saved_path().parent.mkdir(parents=True, exist_ok=True)
             dump(written, saved_path())
-            typer.echo(f"saved as this node's default topology: {saved_path()}", err=True)
+            _echo(f"saved as this node's default topology: {saved_path()}", err=True)
         if launched_by_torchrun():  # one rank of many: skip NCCL teardown at exit, which can hang
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(0)
     except ProbeError as e:
-        typer.echo(f"pkroof: {e}", err=True)
+        _echo(f"pkroof: {e}", err=True)
         raise typer.Exit(1) from None
     except OSError as e:  # --out or the saved default cannot be written
         _fail(f"{e.filename or out}: {e.strerror or e}")
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (TerminatedError): the ranks were stopped
-        typer.echo("pkroof: interrupted; every probe rank was stopped", err=True)
+        _echo("pkroof: interrupted; every probe rank was stopped", err=True)
         raise typer.Exit(128 + getattr(e, "signum", signal.SIGINT)) from None
 
 
@@ -250,7 +299,7 @@ def problems() -> None:
     from pkroof.kernels.catalogue import suite
 
     try:
-        typer.echo(_show.problems_table(suite()))
+        _echo(_show.problems_table(suite()))
     except ValueError as e:
         _fail(str(e))
 
@@ -260,7 +309,7 @@ def impls() -> None:
     """List the built-in implementations the profiler runs beside the references (GPUs only), and their pairs."""
     from pkroof.kernels.registry import BUILTIN_IMPLS
 
-    typer.echo(_show.implementations_table(BUILTIN_IMPLS))
+    _echo(_show.implementations_table(BUILTIN_IMPLS))
 
 
 @app.command()
@@ -321,12 +370,12 @@ def profile(
             timeout_s=timeout,
             resume=resume,
             topology=_topology(topology),
-            log=typer.echo,
+            log=_echo,
         )
     except ValueError as e:
         _fail(str(e))
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (TerminatedError) while ranks ran: they were stopped
-        typer.echo(f"pkroof: stopped, and its ranks with it; what was measured is in {out / 'results.jsonl'}", err=True)
+        _echo(f"pkroof: stopped, and its ranks with it; what was measured is in {out / 'results.jsonl'}", err=True)
         raise typer.Exit(128 + getattr(e, "signum", signal.SIGINT)) from None
 
 
@@ -347,6 +396,9 @@ def report(
     ),
     fmt: Annotated[str, typer.Option("--format", metavar="FORMAT", help="html, csv, json or parquet")] = "html",
     run: Annotated[bool, typer.Option("--run", help="on a GPU node: probe, profile the suite, then report")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="let an export (csv, json, parquet) replace results.FORMAT in --out")
+    ] = False,
 ) -> None:
     """An HTML report: an index, a page per problem with its roofline, and the topology's page."""
     from pkroof.reports.job import main_job
@@ -357,25 +409,25 @@ def report(
         _fail(f"--format takes html, csv, json or parquet, got {fmt!r}")
     try:
         if run:
-            written = run_all(out, log=typer.echo)
+            written = run_all(out, log=_echo)
         elif not results and topology is None and fmt == "html":
-            written = main_job(out, log=typer.echo)
+            written = main_job(out, log=_echo)
         else:
-            written = run_report(results or [], topology=topology, out=out, fmt=fmt, log=typer.echo)
+            written = run_report(results or [], topology=topology, out=out, fmt=fmt, log=_echo, force=force)
     except ValueError as e:
         _fail(str(e))
     except RuntimeError as e:  # the probe's ProbeError: no GPU, no torch, a rank that failed
-        typer.echo(f"pkroof: {e}", err=True)
+        _echo(f"pkroof: {e}", err=True)
         raise typer.Exit(1) from None
     except OSError as e:  # a folder that cannot be written: permissions, a full disk
         _fail(f"{e.filename or out}: {e.strerror or e}")
-    typer.echo(f"wrote {len(written)} file{'' if len(written) == 1 else 's'} to {out}")
+    _echo(f"wrote {len(written)} file{'' if len(written) == 1 else 's'} to {out}")
 
 
 @app.command()
 def presets() -> None:
     """List the embedded topology presets."""
-    typer.echo(_show.presets_table())
+    _echo(_show.presets_table())
 
 
 @topology_app.command("show")
@@ -391,7 +443,7 @@ def topology_show(
         topo = resolve(name, nodes=nodes)
     except ValueError as e:
         _fail(str(e))
-    typer.echo(dumps(topo) if as_json else _show.topology_text(topo), nl=not as_json)
+    _echo(dumps(topo) if as_json else _show.topology_text(topo), nl=not as_json)
 
 
 @topology_app.command("refit")
@@ -410,7 +462,7 @@ def topology_refit(
     except ValueError as e:
         _fail(str(e))
     dump(topology, out or path)
-    typer.echo(f"wrote {out or path}")
+    _echo(f"wrote {out or path}")
 
 
 @topology_app.command("calibrate")
@@ -437,13 +489,13 @@ def topology_calibrate(
     from pkroof.rooflines.units import fmt_s, parse_size
 
     try:
-        found = calibrate(path, results, parse_size(max_size), max_size, out or path, typer.echo, force=force)
+        found = calibrate(path, results, parse_size(max_size), max_size, out or path, _echo, force=force)
     except ValueError as e:
         _fail(str(e))
     for h in found:
         what = "hand-off" if h.schedule == "serial" else f"fused {h.schedule} fixed cost"
-        typer.echo(f"{h.label}: {what} {fmt_s(h.seconds)} (median of {len(h.excesses_s)} records)")
-    typer.echo(f"wrote {out or path}")
+        _echo(f"{h.label}: {what} {fmt_s(h.seconds)} (median of {len(h.excesses_s)} records)")
+    _echo(f"wrote {out or path}")
 
 
 @topology_app.command("import")
@@ -470,12 +522,12 @@ def topology_import(
     except ValueError as e:
         _fail(str(e))
     for line in lines:
-        typer.echo(line)
+        _echo(line)
     try:
         dump(topology, out)
     except OSError as e:
         _fail(f"{e.filename or out}: {e.strerror or e}")
-    typer.echo(f"wrote {out}")
+    _echo(f"wrote {out}")
 
 
 @app.command("bound")
@@ -493,6 +545,7 @@ def bound_cmd(
     dtype: Dtype = None,
     shape: Shape = None,
     as_json: AsJson = False,
+    timeout: AnalysisTimeout = 120.0,
 ) -> None:
     """The communication-aware roofline of a problem, with a prediction per (mechanism, schedule); a collective's
     algbw and busbw as nccl-tests computes them. Several sizes (-b/-e/-f, or --size repeated): one row each."""
@@ -500,13 +553,13 @@ def bound_cmd(
         sizes = _sizes(size, minbytes, maxbytes, stepfactor, stepbytes)
     except ValueError as e:
         _fail(str(e))
-    analyses = _analyses(problem, topology, world_size, nodes, sizes, param, dtype, shape)
+    analyses = _analyses(problem, topology, world_size, nodes, sizes, param, dtype, shape, timeout)
     if as_json:
         _json_out([pa.analysis.to_dict() for pa in analyses])
     elif len(analyses) > 1 or sizes[1]:
-        typer.echo(_show.sweep_text([pa.analysis for pa in analyses]))
+        _echo(_show.sweep_text([pa.analysis for pa in analyses]))
     else:
-        typer.echo(_show.bound_text(analyses[0].bound, analyses[0].advice))
+        _echo(_show.bound_text(analyses[0].bound, analyses[0].advice))
 
 
 @app.command()
@@ -524,21 +577,23 @@ def advise(
     dtype: Dtype = None,
     shape: Shape = None,
     as_json: AsJson = False,
+    timeout: AnalysisTimeout = 120.0,
 ) -> None:
     """Which mechanism and schedule to build before hand-tuning, and why. Several sizes: one row each."""
     try:
         sizes = _sizes(size, minbytes, maxbytes, stepfactor, stepbytes)
     except ValueError as e:
         _fail(str(e))
-    analyses = _analyses(problem, topology, world_size, nodes, sizes, param, dtype, shape)
+    analyses = _analyses(problem, topology, world_size, nodes, sizes, param, dtype, shape, timeout)
     if as_json:
         many = len(analyses) > 1
         _json_out([_show.recommendation(pa.analysis, with_size=many) for pa in analyses])
     elif len(analyses) > 1 or sizes[1]:
-        typer.echo(_show.advice_sweep_text([pa.analysis for pa in analyses]))
+        _echo(_show.advice_sweep_text([pa.analysis for pa in analyses]))
     else:
         pa = analyses[0]
-        typer.echo(_show.advice_text(pa.bound, pa.advice))
-        kernels = _show.builtin_kernels_text(pa.problem.name, pa.advice) if pa.problem and pa.advice else ""
+        _echo(_show.advice_text(pa.bound, pa.advice))
+        name = pa.problem.name if pa.problem else Path(problem).stem.replace("_", "-")  # a file analysed apart
+        kernels = _show.builtin_kernels_text(name, pa.advice) if pa.advice else ""
         if kernels:
-            typer.echo("\n" + kernels)
+            _echo("\n" + kernels)

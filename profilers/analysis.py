@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pkroof.kernels.catalogue import Problem, ProblemError, guarded
+from pkroof.kernels.catalogue import Problem, ProblemError, check_workload, guarded
 from pkroof.kernels.catalogue import load as load_problem
 from pkroof.rooflines import (
     DTYPE_BYTES,
@@ -57,6 +57,7 @@ def _hand_written(problem: Problem, world_size: int, params: dict[str, Any], dty
     w = guarded(problem, "workload", lambda: problem.workload(world_size, params, dtype))
     if not isinstance(w, Workload):
         raise ProblemError(f"{problem.path}: workload() returned {type(w).__name__}, not a pkroof.rooflines.Workload")
+    check_workload(w, f"{problem.path}: workload()")
     return w
 
 

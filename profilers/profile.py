@@ -5,20 +5,24 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pkroof.kernels.catalogue import Problem, ProblemError, load
+from pkroof.kernels.catalogue import Problem, ProblemError, check_path, is_file, is_suite_problem, load
 from pkroof.rooflines import DTYPE_BYTES, bus_bandwidth_factor
 from pkroof.rooflines.units import fmt_bytes, fmt_s
 from pkroof.rooflines.workload import workload_to_dict
+from pkroof.runtime.launch import phase, run_isolated
 from pkroof.topology import Topology, dumps, resolve
 
 from . import records
 from .analysis import NeedsDataError, ProblemAnalysis, analyze
 from .evaluate import derive
-from .run import Job, finish, resolve_impl, run_job
+from .isolated import PRELOAD
+from .run import Job, check_builtin, check_impl_spec, finish, resolve_impl, run_job
 
 REFERENCE_PAIR = {"mechanism": "nccl", "schedule": "serial"}  # PyTorch + torch.distributed: compute, then NCCL
 HEADER = (
@@ -35,7 +39,7 @@ def devices() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def declared_pair(problem: Problem, impl: str) -> dict[str, Any] | None:
+def declared_pair(problem: Problem | None, impl: str) -> dict[str, Any] | None:
     """The pair an implementation declares: the reference is NCCL, serial; a built-in's is in the registry (no
     import); a user's function says it with @declare (its file is imported: the user named it)."""
     from pkroof.kernels.declare import declared
@@ -45,6 +49,7 @@ def declared_pair(problem: Problem, impl: str) -> dict[str, Any] | None:
         return REFERENCE_PAIR
     if impl in BUILTIN_IMPLS:
         return BUILTIN_IMPLS[impl].pair
+    assert problem is not None, "a user's implementation is resolved against its problem"
     return declared(resolve_impl(problem, impl))
 
 
@@ -108,53 +113,131 @@ def _row(r: dict[str, Any]) -> str:
     )
 
 
-@dataclasses.dataclass(frozen=True)
-class _Run:
+def canonical_problem(name: str) -> str:
+    """A problem file by its resolved path (two spellings of one file are one problem); a suite name as it is."""
+    return os.path.realpath(name) if is_file(name) and not is_suite_problem(name) else name
+
+
+def canonical_impl(spec: str) -> str:
+    """'path/to/file.py:function' with the file's resolved path (two spellings are one implementation)."""
+    path, sep, name = spec.rpartition(":")
+    return f"{os.path.realpath(path)}:{name}" if sep and path.endswith(".py") else spec
+
+
+def user_code(name: str, impls: list[str]) -> bool:
+    """Whether preparing `name` with `impls` imports or runs a user's file (a problem file, an implementation)."""
+    return (is_file(name) and not is_suite_problem(name)) or bool(impls)
+
+
+@dataclass(frozen=True)
+class Run:
     """One problem at one size: its analysis, or None and why where it cannot be bounded (checked and timed all
     the same, without a roof)."""
 
-    problem: Problem
-    name: str  # as the user wrote it: records key on it
-    pa: ProblemAnalysis | None
+    analysis: ProblemAnalysis | None  # its `problem` is None where it was prepared in another process
     shape: str
     params: dict[str, Any]
+    fields: dict[str, Any]  # _problem_fields
     unbounded: str | None = None
 
 
-def _runs(
-    problem: Problem,
-    name: str,
-    topo: Topology,
-    log: Callable[[str], None],
-    *,
-    shape: str | None,
-    overrides: dict[str, Any],
-    sizes: list[int] | None,
-    round_sizes: bool,
-    dtype: str | None,
-    world: int,
-) -> list[_Run]:
-    """The problem's analysis at each size asked for (its own shape's where none was), in `dtype` where given. A
-    dtype other than the problem's own is part of the shape's label ("small dtype=fp16"), so its records stay apart.
-    A shape that does not fit the topology's GPUs or a bad parameter stops the run before anything runs; a problem
-    whose own code cannot be traced, or whose workload needs its inputs' values, is run unbounded."""
-    out = []
-    for size in sizes or [None]:
-        params = overrides if size is None else overrides | {"size_bytes": size}
-        problem.check_size(params)
-        kw = dict(topology=topo, shape=shape, params=params, world_size=world, round_size=round_sizes)
-        try:
-            pa = analyze(problem, **kw, dtype=dtype)
-            if dtype is not None and analyze(problem, **kw).analysis.workload.dtype != dtype:
-                pa = dataclasses.replace(pa, shape=f"{pa.shape} dtype={dtype}")
-        except (ProblemError, NeedsDataError) as e:
-            if isinstance(e, ProblemError):  # its trace failed; its implementations can still run
-                log(f"{problem.name}: no bound ({e}); checked and timed all the same")
-            label = problem.shape_label(shape, params) + (f" dtype={dtype}" if dtype else "")
-            out.append(_Run(problem, name, None, label, problem.params(shape, params), str(e)))
-            continue
-        out.append(_Run(problem, name, pa, pa.shape, pa.params))
-    return out
+@dataclass(frozen=True)
+class Prepared:
+    """A problem ready to profile: what the parent needs of it, which can come back from another process."""
+
+    name: str  # as records name it: a suite name or a problem file's resolved path
+    problem_name: str
+    runs: tuple[Run, ...]  # one per size asked for (the shape's own where none was)
+    pairs: dict[str, dict[str, Any] | None]  # each given implementation's declared pair
+    notes: tuple[str, ...] = ()  # lines for the parent to print (a problem that cannot be bounded)
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What to prepare of every problem: the shape, parameters, sizes and dtype asked for, on `world` ranks."""
+
+    shape: str | None
+    overrides: dict[str, Any]
+    world: int
+    topo: Topology
+    sizes: list[int] | None = None
+    round_sizes: bool = False  # a -b/-e sweep: sizes rounded down to split over the ranks
+    dtype: str | None = None
+
+
+def _run(problem: Problem, ask: Ask, size: int | None, notes: list[str]) -> Run:
+    """The problem's analysis at `size` (its shape's own where None), in the asked dtype. A dtype other than the
+    problem's own is part of the shape's label ("small dtype=fp16"), so its records stay apart. A shape that does
+    not fit the topology's GPUs or a bad parameter is a ValueError; a problem whose own code cannot be traced, or
+    whose workload needs its inputs' values, is run unbounded."""
+    params = ask.overrides if size is None else ask.overrides | {"size_bytes": size}
+    problem.check_size(params)
+    kw = dict(topology=ask.topo, shape=ask.shape, params=params, world_size=ask.world, round_size=ask.round_sizes)
+    try:
+        pa = analyze(problem, **kw, dtype=ask.dtype)
+        if ask.dtype is not None and analyze(problem, **kw).analysis.workload.dtype != ask.dtype:
+            pa = dataclasses.replace(pa, shape=f"{pa.shape} dtype={ask.dtype}")
+    except (ProblemError, NeedsDataError) as e:
+        if isinstance(e, ProblemError):  # its trace failed; its implementations can still run
+            notes.append(f"{problem.name}: no bound ({e}); checked and timed all the same")
+        label = problem.shape_label(ask.shape, params) + (f" dtype={ask.dtype}" if ask.dtype else "")
+        return Run(None, label, problem.params(ask.shape, params), _problem_fields(problem, None, str(e)), str(e))
+    return Run(pa, pa.shape, pa.params, _problem_fields(problem, pa, None))
+
+
+def prepare(name: str, impls: list[str], ask: Ask) -> Prepared:
+    """Load the problem, import every implementation, build the workloads (hand-written, or traced): everything of
+    a problem that runs its file's code before the ranks start. Bad names, files and shapes are a ValueError,
+    naming files as given; the Prepared names them by their resolved paths."""
+    phase(f"importing {name}")
+    problem = load(name)
+    problem.check_size(ask.overrides)
+    for impl in impls:
+        phase(f"importing {impl}")
+        resolve_impl(problem, impl)
+    phase("building the workload (the file's workload(), or tracing its reference)")
+    notes: list[str] = []
+    runs = tuple(_run(problem, ask, size, notes) for size in ask.sizes or [None])
+    pairs = {canonical_impl(impl): declared_pair(problem, impl) for impl in impls}
+    return Prepared(canonical_problem(name), problem.name, runs, pairs, tuple(notes))
+
+
+def _detached(run: Run) -> Run:
+    return (
+        run
+        if run.analysis is None
+        else dataclasses.replace(run, analysis=dataclasses.replace(run.analysis, problem=None))
+    )
+
+
+def prepare_isolated(name: str, impls: list[str], ask: Ask) -> Prepared:
+    """prepare() in a process of its own when a user's file is involved, stopped at the deadline (pkroof's own
+    suite problems load here): its analyses come back without their modules."""
+    prepared = prepare(name, impls, ask)
+    return dataclasses.replace(prepared, runs=tuple(_detached(r) for r in prepared.runs))
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """A ValueError, before anything runs, unless `out_dir` can hold results.jsonl: a folder or nothing yet."""
+    for folder in (out_dir, *out_dir.parents):
+        if folder.exists() and not folder.is_dir():
+            raise ValueError(f"--out {out_dir}: {folder} exists and is not a folder (--out names a folder)")
+    results = out_dir / "results.jsonl"
+    if results.exists() and not results.is_file():
+        raise ValueError(f"--out {out_dir}: {results} exists and is not a file")
+
+
+def _reusable(existing: list[dict[str, Any]], topo: Topology, log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """The records --resume may skip: those measured against this very topology (name and file hash)."""
+    here = topology_ref(topo)
+    same = [r for r in existing if r.get("topology") == here]
+    others = len(existing) - len(same)
+    if others:
+        log(
+            f"{others} recorded result{'s were' if others > 1 else ' was'} measured against another topology than "
+            f"{topo.name} (or another version of its file): measured again, not reused"
+        )
+    return same
 
 
 def profile(
@@ -190,27 +273,40 @@ def profile(
     world = world_size if world_size is not None else (gpus if backend == "nccl" else 2)
     if world < 2:
         raise ValueError(f"world size must be at least 2, got {world}")
+    check_out_dir(out_dir)
     topo = resolve(topology)
     topo.system(world)  # a world larger than the topology's GPUs is refused here
-    loaded = [load(name) for name in problems]  # every bad name, file or shape is reported before anything runs
-    for problem in loaded:
-        for impl in impls:
-            resolve_impl(problem, impl)
-    runs = [
-        run
-        for problem, name in zip(loaded, problems, strict=True)
-        for run in _runs(
-            problem, name, topo, log, shape=shape, overrides=overrides, sizes=sizes, round_sizes=round_sizes,
-            dtype=dtype, world=world,
-        )
-    ]  # fmt: skip
     from pkroof.kernels.registry import BUILTIN_IMPLS
+
+    # two spellings of one file are one problem, or one implementation: the first spelling is the one messages use
+    problems = list({canonical_problem(p): p for p in reversed(problems)}.values())[::-1]
+    given = list({canonical_impl(i): i for i in reversed(impls)}.values())[::-1]
+    impls = [canonical_impl(i) for i in given]
+    user_impls = [i for i in given if i != "reference" and i not in BUILTIN_IMPLS]
+    ask = Ask(shape, overrides, world, topo, sizes, round_sizes, dtype)
+    prepared: list[Prepared] = []  # every bad name, file or shape is reported before anything runs
+    for name in problems:
+        args = (name, user_impls, ask)
+        if is_file(name) and not is_suite_problem(name):
+            check_path(Path(name))  # no such file, or not a .py file: said at once, before any process starts
+        for impl in user_impls:
+            check_impl_spec(impl)
+        if user_code(name, user_impls):  # a user's file runs: under the deadline, in a process of its own
+            what = f"preparing {Path(name).name if is_file(name) else name}"
+            prepared.append(run_isolated(prepare_isolated, args, timeout_s=timeout_s, what=what, preload=PRELOAD))
+        else:
+            prepared.append(prepare(*args))
+        for note in prepared[-1].notes:
+            log(note)
+        for impl in given:
+            if impl not in user_impls:
+                check_builtin(prepared[-1].problem_name, impl)  # the reference or a built-in: pkroof's own code
 
     path = out_dir / "results.jsonl"
     existing, unreadable = records.read(path) if resume else ([], [])
     for line in unreadable:
         log(line)
-    done = {records.key(r): r for r in existing}
+    done = {records.key(r): r for r in _reusable(existing, topo, log)}
     if backend == "gloo":
         log(f"no {world} GPUs here: {world} CPU ranks over gloo check correctness; their times are CPU times")
     log(f"topology: {topo.name}")
@@ -219,47 +315,48 @@ def profile(
     log(HEADER)
     shown: list[dict[str, Any]] = []  # what was printed: the records with the model's fields
     written: list[dict[str, Any]] = []
-    for i, run in enumerate(runs):
-        problem, name, pa = run.problem, run.name, run.pa
-        reference_s = None
-        # nccl-tests' size convention; unbounded, the size is unknown: no size-limited kernel runs unasked
-        comm_bytes = sum(op.size_bytes for op in pa.analysis.workload.comm) if pa else math.inf
-        peers = automatic_peers(problem.name, backend, log, comm_bytes)
-        chosen = [i for i in impls if i != "reference" and not (backend == "gloo" and i in BUILTIN_IMPLS)]
-        if backend == "gloo" and any(i in BUILTIN_IMPLS for i in impls):
-            log("the built-in GPU implementations need GPUs: skipped on CPU ranks")
-        for impl in ["reference", *dict.fromkeys(chosen + peers)]:
-            job = Job(name, run.shape, run.params, impl, world, backend, dtype=dtype, iters=iters, warmup=warmup)
-            key = records.key(
-                {"problem": name, "shape": job.shape, "params": run.params, "impl": impl, "world_size": world}
-            )
-            if key in done:
-                row = derive(done[key], pa, reference_s) if pa else done[key]
-                log(f"{_row(row)}  (recorded)")
+    for prep in prepared:
+        for run in prep.runs:
+            name, pa = prep.name, run.analysis
+            reference_s = None
+            # nccl-tests' size convention; unbounded, the size is unknown: no size-limited kernel runs unasked
+            comm_bytes = sum(op.size_bytes for op in pa.analysis.workload.comm) if pa else math.inf
+            peers = automatic_peers(prep.problem_name, backend, log, comm_bytes)
+            chosen = [i for i in impls if i != "reference" and not (backend == "gloo" and i in BUILTIN_IMPLS)]
+            if backend == "gloo" and any(i in BUILTIN_IMPLS for i in impls):
+                log("the built-in GPU implementations need GPUs: skipped on CPU ranks")
+            for impl in ["reference", *dict.fromkeys(chosen + peers)]:
+                job = Job(name, run.shape, run.params, impl, world, backend, dtype=dtype, iters=iters, warmup=warmup)
+                key = records.key(
+                    {"problem": name, "shape": job.shape, "params": run.params, "impl": impl, "world_size": world}
+                )
+                if key in done:
+                    row = derive(done[key], pa, reference_s) if pa else done[key]
+                    log(f"{_row(row)}  (recorded)")
+                    shown.append(row)
+                    if impl == "reference":
+                        reference_s = done[key].get("median_s")
+                    continue
+                result = run_job(job, timeout_s)
+                pair = prep.pairs[impl] if impl in prep.pairs else declared_pair(None, impl)
+                used = result.pop("comm_sms_used", None)  # what the implementation took at this shape, if it says
+                if pair:
+                    result |= {k: v for k, v in pair.items() if k != "comm_sms"}
+                    result["comm_sms"] = pair.get("comm_sms") if used is None else used
+                result |= run.fields | {"topology": topology_ref(topo)}
+                record = finish(result, backend=backend)
+                records.append(path, record)
+                written.append(record)
+                row = derive(record, pa, reference_s) if pa else record
                 shown.append(row)
+                log(_row(row) + (f"  {record['message']}" if record.get("message") else ""))
                 if impl == "reference":
-                    reference_s = done[key].get("median_s")
-                continue
-            result = run_job(job, timeout_s)
-            pair = declared_pair(problem, impl)
-            used = result.pop("comm_sms_used", None)  # what the implementation took at this shape, if it says
-            if pair:
-                result |= {k: v for k, v in pair.items() if k != "comm_sms"}
-                result["comm_sms"] = pair.get("comm_sms") if used is None else used
-            result |= _problem_fields(problem, pa, run.unbounded) | {"topology": topology_ref(topo)}
-            record = finish(result, backend=backend)
-            records.append(path, record)
-            written.append(record)
-            row = derive(record, pa, reference_s) if pa else record
-            shown.append(row)
-            log(_row(row) + (f"  {record['message']}" if record.get("message") else ""))
-            if impl == "reference":
-                reference_s = record.get("median_s")
-        last = i + 1 == len(runs) or runs[i + 1].name != name
-        if last and pa and pa.analysis.workload.sole_collective is not None:
-            table = nccl_tests_table([r for r in shown if r["problem"] == name], pa, backend)
-            if table:
-                log(table)
+                    reference_s = record.get("median_s")
+            last = run is prep.runs[-1]
+            if last and pa and pa.analysis.workload.sole_collective is not None:
+                table = nccl_tests_table([r for r in shown if r["problem"] == name], pa, backend)
+                if table:
+                    log(table)
     return written
 
 

@@ -28,6 +28,7 @@ from pkroof.runtime.launch import RankFailedError, RankTimeoutError, phase, run_
 
 TRIALS = 3  # correctness trials, each on fresh random inputs
 INPUT_SETS = 3  # timed calls rotate over this many input sets (cold L2 between reuses)
+SAMPLE_SEED = 10_000  # timed samples draw seeds above it (the checks draw seed + 1000, + 2000, + 3000)
 ITERS = 20
 # A graph sample is at least SAMPLE_S of back-to-back calls (at most MAX_CALLS, a multiple of INPUT_SETS), as
 # nccl-tests times 20 back-to-back iterations. Each sample starts from an idle device and pays a fixed start-up
@@ -63,6 +64,18 @@ class Job:
     warmup: int | None = None  # `--warmup`: untimed samples first (None: the timing function's own)
 
 
+def check_builtin(problem: str, spec: str) -> Callable[..., Any] | None:
+    """The reference (None here) or a built-in implementation that applies to `problem`; a ValueError otherwise."""
+    from pkroof.kernels.registry import BUILTIN_IMPLS
+
+    if spec == "reference":
+        return None
+    builtin = BUILTIN_IMPLS[spec]
+    if problem not in builtin.problems:
+        raise ValueError(f"{spec} implements {', '.join(sorted(builtin.problems))}, not {problem}")
+    return builtin.fn
+
+
 def resolve_impl(problem: Problem, spec: str) -> Callable[..., Any]:
     """'reference', a built-in implementation that applies (kernels/registry.py), or 'path/to/file.py:function' with
     the reference's signature; anything else is a ValueError."""
@@ -71,18 +84,8 @@ def resolve_impl(problem: Problem, spec: str) -> Callable[..., Any]:
     if spec == "reference":
         return problem.reference
     if spec in BUILTIN_IMPLS:
-        builtin = BUILTIN_IMPLS[spec]
-        if problem.name not in builtin.problems:
-            raise ValueError(f"{spec} implements {', '.join(sorted(builtin.problems))}, not {problem.name}")
-        return builtin.fn
-    path, sep, name = spec.rpartition(":")
-    if not sep or not path.endswith(".py"):
-        raise ValueError(
-            f"unknown implementation {spec!r}: give 'reference', one of {', '.join(BUILTIN_IMPLS)}, "
-            "or path/to/file.py:function"
-        )
-    if not Path(path).is_file():
-        raise ValueError(f"implementation file {path} does not exist")
+        return check_builtin(problem.name, spec)
+    path, name = check_impl_spec(spec)
     module_spec = importlib.util.spec_from_file_location(f"pkroof_impl_{Path(path).stem}", path)
     module = importlib.util.module_from_spec(module_spec)
     try:
@@ -93,6 +96,22 @@ def resolve_impl(problem: Problem, spec: str) -> Callable[..., Any]:
     if not callable(fn):
         raise ValueError(f"{path} has no function {name!r}")
     return fn
+
+
+def check_impl_spec(spec: str) -> tuple[str, str]:
+    """(file, function) of a user's 'path/to/file.py:function', the file existing; else a ValueError of one line."""
+    from pkroof.kernels.registry import BUILTIN_IMPLS
+
+    path, sep, name = spec.rpartition(":")
+    if not sep or not path.endswith(".py") or not name.isidentifier():
+        raise ValueError(
+            f"unknown implementation {spec!r}: give 'reference', one of {', '.join(BUILTIN_IMPLS)}, "
+            "or path/to/file.py:function"
+        )
+    if not Path(path).is_file():
+        what = "is not a file" if Path(path).exists() else "does not exist"
+        raise ValueError(f"implementation file {path} {what}")
+    return path, name
 
 
 def _import_error(path: str, e: Exception) -> str:
@@ -144,18 +163,23 @@ def _compare(got: tuple, want: tuple) -> tuple[bool, float | None, str]:
         if not isinstance(g, torch.Tensor) or g.shape != w.shape or g.dtype != w.dtype:
             what = (tuple(g.shape), g.dtype) if isinstance(g, torch.Tensor) else type(g).__name__
             return False, None, f"output {i}: got {what}, the reference gives {(tuple(w.shape), w.dtype)}"
+        if g.device != w.device:
+            return False, None, f"output {i}: on {g.device}, the reference's on {w.device}"
         if w.numel() == 0:
             continue
         rtol, atol = TOLERANCES.get(str(w.dtype).removeprefix("torch."), (0.0, 0.0))
-        gf, wf = g.double(), w.double()
+        # float32 holds every 16- and 32-bit float's difference closely enough for these tolerances, at half the
+        # memory traffic of float64 (every timed sample is compared, on CPU ranks too); integers and doubles exactly
+        wide = w.dtype in (torch.float16, torch.bfloat16, torch.float32) and g.dtype == w.dtype
+        gf, wf = (g.float(), w.float()) if wide else (g.double(), w.double())
         nan = gf.isnan() & ~wf.isnan()
         if bool(nan.any()):
             first = nan.nonzero()[0].tolist()
             at = first[0] if len(first) == 1 else tuple(first)
             return False, None, f"output {i}: has NaN at {int(nan.sum())} of {w.numel()} elements (first at {at})"
-        err = (gf - wf).abs()
-        bad = ~(err <= atol + rtol * wf.abs())  # NaN (unwritten, poisoned) counts as bad
-        worst = max(worst, float(err.nan_to_num(nan=math.inf, posinf=math.inf).max()))
+        err = gf.sub(wf).abs_()
+        bad = ~(err <= wf.abs().mul_(rtol).add_(atol))  # NaN (unwritten, poisoned) counts as bad
+        worst = max(worst, float(err.nan_to_num_(nan=math.inf, posinf=math.inf).max()))
         if bool(bad.any()):
             return (
                 False,
@@ -215,19 +239,134 @@ def _check(problem: Problem, impl: Callable, job: Job, rank: int, device: Any) -
     return True, worst, ""
 
 
-def _time_cpu(fn: Callable[[int], Any], iters: int = ITERS, warmup: int = 2) -> dict[str, Any]:
-    """Wall-clock per call on CPU ranks, barrier before each sample, slowest rank per sample."""
+class IncorrectWhileTimedError(Exception):
+    """A timed sample's outputs differ from the reference's on the same inputs, on some rank (every rank raises it
+    together). `message` names the sample and the ranks."""
+
+
+def _refill(buffers: tuple, fresh: tuple) -> bool:
+    """Copy `fresh` into `buffers` in place (same storage, new contents); False where it does not fit: a tensor of
+    another shape or dtype, or another non-tensor argument."""
+    import torch
+
+    if len(buffers) != len(fresh):
+        return False
+    for b, f in zip(buffers, fresh, strict=True):
+        if isinstance(b, torch.Tensor) != isinstance(f, torch.Tensor):
+            return False
+        if isinstance(b, torch.Tensor):
+            if b.shape != f.shape or b.dtype != f.dtype or b.device != f.device:
+                return False
+        elif b != f:
+            return False
+    try:
+        with torch.no_grad():
+            for b, f in zip(buffers, fresh, strict=True):
+                if isinstance(b, torch.Tensor):
+                    b.copy_(f)
+    except RuntimeError:  # a buffer that cannot be written in place (an expanded view): not a fit
+        return False
+    return True
+
+
+def _aliased(outputs: list[tuple]) -> list[bool]:
+    """For each call of a sample, whether a later call's output shares its storage (an implementation that returns
+    one buffer it owns each time: only the last such call's values are still there to check)."""
+    import torch
+
+    def pointers(out: tuple) -> set[int]:
+        return {t.untyped_storage().data_ptr() for t in out if isinstance(t, torch.Tensor) and t.numel()}
+
+    ptrs = [pointers(o) for o in outputs]
+    return [any(ptrs[i] & later for later in ptrs[i + 1 :]) for i in range(len(ptrs))]
+
+
+@dataclass
+class Sampler:
+    """Inputs for the timed calls: INPUT_SETS sets of buffers, refilled in place before every timed sample with
+    values drawn afresh (a seed no check and no earlier sample used), and the reference's outputs on them, computed
+    outside the timed region; after the sample, every call's output is compared with them on every rank."""
+
+    problem: Problem
+    impl: Callable[..., Any]
+    job: Job
+    rank: int
+    device: Any
+    buffers: list[tuple] = field(default_factory=list)
+    wants: list[tuple] = field(default_factory=list)
+    draws: int = 0
+    samples: int = 0  # timed samples checked so far
+    worst: float | None = 0.0
+    in_place: bool = False  # a CUDA graph reads these buffers: a draw that does not fit them is an error
+
+    def __post_init__(self) -> None:
+        self.buffers = [self._draw() for _ in range(INPUT_SETS)]
+        self.wants = [()] * INPUT_SETS
+
+    def _draw(self) -> tuple:
+        self.draws += 1
+        seed = self.job.seed + SAMPLE_SEED + self.draws
+        return _inputs(self.problem, self.job, self.rank, seed=seed, device=self.device)
+
+    def call(self, i: int) -> Any:
+        return self.impl(*self.buffers[i % INPUT_SETS])
+
+    def refresh(self, sets: range = range(INPUT_SETS)) -> None:
+        """Before a sample: fresh values in the sets it uses, and the reference's outputs on them."""
+        self.samples += 1
+        phase(f"drawing inputs and running the reference for timed sample {self.samples}")
+        for k in sets:
+            fresh = self._draw()
+            if not _refill(self.buffers[k], fresh):
+                if self.in_place:
+                    raise ValueError("the problem's inputs change shape from draw to draw: they cannot be replayed")
+                self.buffers[k] = fresh
+            self.wants[k] = _as_tuple(self.problem.reference(*_clone(self.buffers[k])))
+
+    def verify(self, outputs: list[Any], first: int = 0, what: str = "") -> None:
+        """After a sample: each call's outputs (call i used set (first + i) % INPUT_SETS) against the reference's;
+        every rank learns every rank's verdict. IncorrectWhileTimedError where one differs."""
+        import torch.distributed as dist
+
+        phase(f"checking the outputs of timed sample {self.samples}")
+        got = [_as_tuple(o) for o in outputs]
+        overwritten = _aliased(got)
+        mine: tuple[bool, float | None, str] = (True, 0.0, "")
+        for i, out in enumerate(got):
+            if overwritten[i]:
+                continue
+            ok, error, why = _compare(out, self.wants[(first + i) % INPUT_SETS])
+            worst = None if mine[1] is None or error is None else max(mine[1], error)
+            call = f"call {i + 1} of {len(got)}: " if len(got) > 1 else ""
+            mine = (mine[0] and ok, worst, mine[2] or (f"{call}{why}" if not ok else ""))
+            if not ok:
+                break
+        verdicts: list[Any] = [None] * self.job.world_size
+        dist.all_gather_object(verdicts, mine)
+        ok, error, why = _verdict(0, verdicts)
+        self.worst = None if self.worst is None or error is None else max(self.worst, error)
+        if not ok:
+            where = f"timed sample {self.samples}{f' ({what})' if what else ''}"
+            raise IncorrectWhileTimedError(where + why.removeprefix("trial 1"))
+
+
+def _time_cpu(sampler: Sampler, iters: int = ITERS, warmup: int = 2) -> dict[str, Any]:
+    """Wall-clock per call on CPU ranks, barrier before each sample, slowest rank per sample. Every timed call is
+    on fresh inputs and checked after the clock stops; the warm-up calls are not timed."""
     import torch
     import torch.distributed as dist
 
     for i in range(warmup):
-        fn(i)
+        sampler.call(i)
     samples = []
     for i in range(iters):
+        sampler.refresh(range(i % INPUT_SETS, i % INPUT_SETS + 1))
         dist.barrier()
         start = time.perf_counter()
-        fn(i)
+        out = sampler.call(i)
         samples.append(time.perf_counter() - start)
+        got = _clone(_as_tuple(out))  # what it returned when the clock stopped, not what a thread writes later
+        sampler.verify([got], first=i % INPUT_SETS)
     t = torch.tensor(samples, dtype=torch.float64)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return {"mode": "cpu-wall", "samples_s": t.tolist()}
@@ -240,7 +379,7 @@ def calls_per_sample(call_s: float) -> int:
     return -(-want // INPUT_SETS) * INPUT_SETS
 
 
-def _time_gpu(fn: Callable[[int], Any], device: Any, iters: int = ITERS, warmup: int | None = None) -> dict[str, Any]:
+def _time_gpu(sampler: Sampler, device: Any, iters: int = ITERS, warmup: int | None = None) -> dict[str, Any]:
     import torch
     import torch.distributed as dist
 
@@ -252,31 +391,43 @@ def _time_gpu(fn: Callable[[int], Any], device: Any, iters: int = ITERS, warmup:
         dist.all_reduce(token)
 
     warm = {} if warmup is None else {"warmup": warmup}  # the timing function's own warm-up unless asked
+
+    def checked(what: str) -> dict[str, Any]:  # every timed sample on fresh inputs, its outputs checked after it
+        return {"before_sample": sampler.refresh, "after_sample": lambda out: sampler.verify(out, what=what)}
+
+    fn = sampler.call
     watch = watches(device)
     phase("timing (eager samples)")
     with watch("eager"):
         eager = time_device(
-            fn, iters=iters, calls_per_sample=INPUT_SETS, graph=False, barrier=barrier, group=dist.group.WORLD, **warm
-        )
+            fn, iters=iters, calls_per_sample=INPUT_SETS, graph=False, barrier=barrier, group=dist.group.WORLD,
+            **warm, **checked("eager"),
+        )  # fmt: skip
     out = {"mode": "eager", "samples_s": list(eager.samples_s), "eager_median_s": eager.median_s}
     out["calls_per_sample"] = INPUT_SETS
     try:
+        sampler.in_place = True  # a graph reads the buffers it was captured with
         phase("timing (graph pilot)")
         pilot = time_device(
             fn, iters=PILOT_ITERS, warmup=1, calls_per_sample=INPUT_SETS, graph=True, barrier=barrier,
-            group=dist.group.WORLD,
+            group=dist.group.WORLD, **checked("graph pilot"),
         )  # fmt: skip
         calls = calls_per_sample(pilot.median_s)  # the slowest rank's samples, so every rank counts the same
         phase(f"timing (graph samples of {calls} calls)")
         with watch("graph"):
             graph = time_device(
-                fn, iters=iters, calls_per_sample=calls, graph=True, barrier=barrier, group=dist.group.WORLD, **warm
-            )
+                fn, iters=iters, calls_per_sample=calls, graph=True, barrier=barrier, group=dist.group.WORLD,
+                **warm, **checked(f"graph of {calls} calls"),
+            )  # fmt: skip
         out |= {"mode": "graph", "samples_s": list(graph.samples_s), "calls_per_sample": calls}
         out["pilot_median_s"] = pilot.median_s
+    except IncorrectWhileTimedError:
+        raise
     except Exception as e:  # not every implementation can be captured (host syncs, CPU-side splits): eager then
         out["graph_error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         torch.cuda.synchronize()
+    finally:
+        sampler.in_place = False
     states: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(states, watch.summary(out["mode"]))  # each GPU during the samples the record keeps
     if any(states):
@@ -285,10 +436,12 @@ def _time_gpu(fn: Callable[[int], Any], device: Any, iters: int = ITERS, warmup:
 
 
 def _job(rank: int, world: int, job: Job) -> dict[str, Any]:
-    """One rank's part: check, then (if every rank is correct) time. Rank 0's dict becomes the record."""
+    """One rank's part: check, then (if every rank is correct) time, checking every timed sample too. Rank 0's dict
+    becomes the record."""
     import torch
 
     device = torch.device("cuda", torch.cuda.current_device()) if job.backend == "nccl" else torch.device("cpu")
+    phase("loading the problem and the implementation")
     problem = load(job.problem)
     impl = resolve_impl(problem, job.impl)
     ok, worst, why = _check(problem, impl, job, rank, device)
@@ -296,22 +449,27 @@ def _job(rank: int, world: int, job: Job) -> dict[str, Any]:
     if not ok:
         return result
     phase("drawing the timed input sets")
-    sets = [_inputs(problem, job, rank, seed=job.seed + 10_000 + s, device=device) for s in range(INPUT_SETS)]
-
-    def call(i: int) -> Any:
-        return impl(*sets[i % INPUT_SETS])
-
+    sampler = Sampler(problem, impl, job, rank, device)
     iters = ITERS if job.iters is None else job.iters
-    if job.backend == "nccl":
-        result["timing"] = _time_gpu(call, device, iters, job.warmup)
-    else:
-        result["timing"] = _time_cpu(call, iters, 2 if job.warmup is None else job.warmup)
+    try:
+        if job.backend == "nccl":
+            timing = _time_gpu(sampler, device, iters, job.warmup)
+        else:
+            timing = _time_cpu(sampler, iters, 2 if job.warmup is None else job.warmup)
+    except IncorrectWhileTimedError as e:  # right while checked, wrong while timed: never a time
+        return {"status": "incorrect", "max_abs_error": _worse(worst, sampler.worst), "message": str(e)}
     if job.warmup is not None:  # asked for: the record says so (the timer's own default otherwise)
-        result["timing"]["warmup"] = job.warmup
+        timing["warmup"] = job.warmup
+    result["timing"] = timing
+    result["max_abs_error"] = _worse(worst, sampler.worst)
     used = reported_comm_sms(impl)
     if used is not None:  # the implementation chose its communication SMs for this shape
         result["comm_sms_used"] = used
     return result
+
+
+def _worse(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else max(a, b)
 
 
 _CALLED = "pkroof.profile()"  # from Python rather than the command line
@@ -368,6 +526,8 @@ def run_job(job: Job, timeout_s: float) -> dict[str, Any]:
     try:
         result = run_ranks(_job, job.world_size, (job,), backend=job.backend, timeout_s=timeout_s)[0]
     except RankTimeoutError as e:
+        if e.startup:  # the ranks never all joined their process group: nothing of the implementation ran
+            return base | {"status": "timeout", "message": str(e)}
         where = f" while {e.where}" if e.where else ""
         why = f"a hang or deadlock{' there' if e.where else ''}, or more than --timeout allows at this size"
         return base | {"status": "timeout", "message": f"killed after {timeout_s:g} s{where} ({why})"}

@@ -160,6 +160,7 @@ def report(
     out: Path,
     fmt: str = "html",
     log: Callable[[str], None] = print,
+    force: bool = False,
 ) -> list[Path]:
     """Render every problem found in the result files against `topology` (default: the one they were measured
     on); unreadable lines are reported, skipped, but result files without a single record are a ValueError.
@@ -169,7 +170,10 @@ def report(
     """
     from . import build, frames
 
-    build.check_out(out, replace=fmt == "html")
+    if fmt == "html":
+        build.check_out(out)
+    else:  # an export never replaces a file in the user's folder unasked
+        build.check_export(out, fmt, force=force)
     found = read_files(results or _recorded(topology), log)
     if results and not found:
         where = "in it" if len(results) == 1 else "in them"
@@ -181,7 +185,8 @@ def report(
                 f"nothing measured to export on {topo.name}: name results files (without them the {topo.name} "
                 "report is analytic, html only)"
             )
-        return [build.write_export(frames.records_frame(evaluate(found, topo, log=log).records), out, fmt)]
+        frame = frames.records_frame(evaluate(found, topo, log=log).records)
+        return [build.write_export(frame, out, fmt, force=force)]
     return build.write_report(out, **_pages_data(found, topo, log), log=log)
 
 

@@ -164,7 +164,7 @@ def advise(b: Bound) -> Advice:
     fastest = None
     if baseline is not None and best is not baseline and baseline.t_s < WIN * best.t_s:
         fastest, best = best, baseline
-    headroom = baseline.t_s / best.t_s if baseline else None
+    headroom = baseline.t_s / best.t_s if baseline and best.t_s > 0 else None
     facts: dict[str, float] = {"t_best_s": best.t_s, "t_roof_s": b.t_roof_s}
     if baseline:
         facts["t_baseline_s"] = baseline.t_s

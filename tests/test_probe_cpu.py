@@ -199,10 +199,9 @@ def test_spawn_runs_every_rank(tmp_path):
 
 
 def test_a_failing_rank_stops_the_others(tmp_path):
-    start = time.monotonic()
     with pytest.raises(ProbeError, match="rank 1 failed \\(exit code 3\\)"):
-        spawn(spawn_targets.rank1_fails, 2, (str(tmp_path),), 60, print)
-    assert time.monotonic() - start < 20  # rank 0 sleeps 30 s: it was stopped, not waited for
+        spawn(spawn_targets.rank1_fails, 2, (str(tmp_path),), 900, print)
+    assert not (tmp_path / "rank0-done").exists()  # rank 0 sleeps 600 s: it was stopped, not waited for
 
 
 def test_a_hanging_probe_is_stopped_at_its_deadline(tmp_path):
@@ -370,11 +369,11 @@ def test_ctrl_c_leaves_no_rank_behind(tmp_path):
         f"spawn(spawn_targets.hangs, 2, ({str(tmp_path)!r},), 60, print)\n"
     )
     parent = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 300  # start-up on a busy machine: a poll, no time asserted
     while len(list(tmp_path.glob("pid*"))) < 2 and time.monotonic() < deadline:
         time.sleep(0.1)
     parent.send_signal(signal.SIGINT)
-    parent.wait(timeout=30)
+    parent.wait(timeout=300)
     assert "KeyboardInterrupt" in parent.stderr.read()
     for pid_file in tmp_path.glob("pid*"):
         with pytest.raises(ProcessLookupError):

@@ -22,10 +22,12 @@ from pkroof.runtime.launch import (
     ALLOW_MULTICAST,
     PORT_TAKEN_EXIT,
     PORT_TRIES,
+    TEMP_PREFIX,
     RankFailedError,
     RankTimeoutError,
     free_port,
     keep_multicast_off,
+    reap_stale_folders,
     start_ranks,
     stop_ranks,
     stopped_by_signals,
@@ -153,7 +155,8 @@ def _measure_spawned(
         found.append(discover(nvml))
         log(f"NVML discovery: {len(found[0].gpus)} x {found[0].gpus[0].name} in {time.monotonic() - start:.1f} s")
 
-    with tempfile.TemporaryDirectory(prefix="pkroof-probe-") as tmp:
+    reap_stale_folders()  # what a probe or profile killed with SIGKILL left behind
+    with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-probe-") as tmp:
         results = Path(tmp) / "results.json"
         spawn_on_fresh_ports(
             run_rank,
@@ -176,7 +179,8 @@ def _measure_launched(nvml: object, plan: object) -> tuple[dict | None, Discover
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     before = discover(nvml)
-    with tempfile.TemporaryDirectory(prefix="pkroof-probe-") as tmp:
+    reap_stale_folders()  # what a probe or profile killed with SIGKILL left behind
+    with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-probe-") as tmp:
         results = Path(tmp) / "results.json"
         run(rank, world, 0, plan, str(results), [], exit_process=False)
         seen: list[dict | None] = [None] * world

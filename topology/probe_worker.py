@@ -517,7 +517,7 @@ def run(
 ) -> None:
     """Entry point of one rank; rank 0 writes the results as JSON to `results_path`.
 
-    port > 0: a rank the probe spawned on this node (rendezvous on 127.0.0.1:port, GPU gpus[rank]).
+    port > 0: a rank the probe spawned on this node (rendezvous through a file beside results_path, GPU gpus[rank]).
     port == 0: a rank started by torchrun or srun (env:// rendezvous, GPU LOCAL_RANK, LOCAL_WORLD_SIZE per node).
     """
     keep_multicast_off(allowed=os.environ.get(ALLOW_MULTICAST) == "1")  # set by the probe for --allow-multicast
@@ -525,7 +525,9 @@ def run(
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world)) if launched else world
     device = int(os.environ.get("LOCAL_RANK", 0)) if launched else gpus[rank]
     torch.cuda.set_device(device)
-    init = "env://" if launched else f"tcp://127.0.0.1:{port}"
+    # spawned on one node: a FileStore beside the results (no listening socket; torch's TCPStore binds every
+    # interface whatever address it is given), one per start (`port` numbers the start)
+    init = "env://" if launched else f"file://{results_path}.store-{port}"
     try:
         dist.init_process_group(
             "nccl", init_method=init, rank=rank, world_size=world, device_id=torch.device("cuda", device)
