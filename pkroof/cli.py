@@ -340,6 +340,14 @@ def profile(
         int | None,
         typer.Option("--warmup", "-w", metavar="N", help="untimed warm-up samples first (default: the timer's, 3)"),
     ] = None,
+    rtol: Annotated[
+        float | None,
+        typer.Option("--rtol", metavar="R", help="relative tolerance of every floating output (default: by dtype)"),
+    ] = None,
+    atol: Annotated[
+        float | None,
+        typer.Option("--atol", metavar="A", help="absolute tolerance of every floating output (default: by dtype)"),
+    ] = None,
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="folder for results.jsonl")] = Path(
         "pkroof-results"
     ),
@@ -366,6 +374,8 @@ def profile(
             dtype=dtype,
             iters=iters,
             warmup=warmup,
+            rtol=rtol,
+            atol=atol,
             out_dir=out,
             timeout_s=timeout,
             resume=resume,

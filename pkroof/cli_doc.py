@@ -46,6 +46,8 @@ OPTIONS = {
     "--impl": "--impl pkroof-one-shot-push",
     "--iters": "--iters 50",
     "--warmup": "-w 5",
+    "--rtol": "--rtol 2e-2",
+    "--atol": "--atol 1e-3",
     "--out": "--out DIR",
     "--timeout": "--timeout 120",
     "--resume": "--resume",

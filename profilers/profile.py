@@ -257,6 +257,8 @@ def profile(
     dtype: str | None = None,
     iters: int | None = None,
     warmup: int | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
 ) -> list[dict[str, Any]]:
     """Check and time every implementation of every problem at each of `sizes` (collectives; None: the shape's own,
     `round_sizes`: rounded down to split over the ranks, as a -b/-e sweep is); `dtype` casts the inputs; `iters`
@@ -268,6 +270,9 @@ def profile(
         raise ValueError(f"--iters must be at least 1, got {iters}")
     if warmup is not None and warmup < 0:
         raise ValueError(f"--warmup must not be negative, got {warmup}")
+    for flag, tol in (("--rtol", rtol), ("--atol", atol)):
+        if tol is not None and not 0 <= tol < math.inf:
+            raise ValueError(f"{flag} must be a finite number at least 0, got {tol:g}")
     gpus = devices()
     backend = "nccl" if gpus >= max(2, world_size or 2) else "gloo"
     world = world_size if world_size is not None else (gpus if backend == "nccl" else 2)
@@ -326,7 +331,10 @@ def profile(
             if backend == "gloo" and any(i in BUILTIN_IMPLS for i in impls):
                 log("the built-in GPU implementations need GPUs: skipped on CPU ranks")
             for impl in ["reference", *dict.fromkeys(chosen + peers)]:
-                job = Job(name, run.shape, run.params, impl, world, backend, dtype=dtype, iters=iters, warmup=warmup)
+                job = Job(
+                name, run.shape, run.params, impl, world, backend,
+                dtype=dtype, iters=iters, warmup=warmup, rtol=rtol, atol=atol,
+            )  # fmt: skip
                 key = records.key(
                     {"problem": name, "shape": job.shape, "params": run.params, "impl": impl, "world_size": world}
                 )

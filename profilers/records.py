@@ -13,7 +13,8 @@ are read: profilers/evaluate.py), so records never go stale when the model chang
     status        correct, incorrect, timeout or crashed; message (and traceback) say why
     timing        every sample (seconds per call), how they were taken; median_s, p10_s, p90_s, min_s of them;
                   max_abs_error of the checks and of every timed sample's outputs; sm_clock_mhz, power_capped: the
-                  GPU while the samples ran
+                  GPU while the samples ran; rtol/atol where --rtol/--atol replaced the dtype's tolerance;
+                  judged_by_oracle where outputs were right only as close as the reference to its widened rerun
     environment   host, python, torch, CUDA, NCCL, driver, GPU, triton, PKROOF_* settings, the command
     date          UTC, ISO 8601
     workload      the traced Workload (rooflines/workload.py's dict) where the catalogue cannot rebuild it
