@@ -13,7 +13,7 @@ before returning, so tensors it used there cannot be recycled early.
   peer's inbox over NVLink (cuBLAS writing through the peer mapping), so the stores of one tile overlap the
   main loop of the next on the same SMs.
 - GEMM + all-reduce, inter-SM: kernels/inter_sm.py (a persistent Triton GEMM beside dedicated communication
-  CTAs; cuBLAS cannot be kept off SMs: it did not keep to torch's SM carve-out, benchmarks/carveout_check.py).
+  CTAs; cuBLAS cannot be kept off SMs: it did not keep to torch's SM carve-out, benchmarks/kernels/carveout_check.py).
 - GEMM + all-reduce, ce-overlap: for small outputs (one_shot()), one-shot: each row block of the partial
   product (one_shot_blocks()) is pushed whole to every peer by the copy engine while the next block is computed,
   then every rank sums the P partials (one exchange: it took 1.8-4.5 µs less than the two-shot at 16-512 KiB on 2xH200,

@@ -121,7 +121,7 @@ def fused_excesses(
     records: Iterable[dict[str, Any]], topology: Topology, max_bytes: int
 ) -> list[tuple[dict[str, Any], float]]:
     """Each usable fused record with its excess over `topology`'s model without fused kernels' fixed costs: what
-    overlaps() takes the median of, per record (benchmarks/fused_excess.py shows their spread over shapes)."""
+    overlaps() takes the median of, per record (benchmarks/model/fused_excess.py shows their spread over shapes)."""
     return _excesses(records, _without(topology, {"overlap_s": {}}), max_bytes, fused=True)
 
 

@@ -13,7 +13,7 @@ from .units import fmt_Bps, fmt_bytes, fmt_s
 
 # A pair must be predicted this much faster than NCCL's default to be advised over it: on the 113 held-out published
 # runs the NCCL baseline's median error is 4.4%, 91% are within 25%, and on H100 and B200 the medians are 11-12%
-# (benchmarks/2026-12-02-published-check.md): a smaller predicted gain is within what the model cannot tell apart
+# (benchmarks/model/2026-12-02-published-check.md): a smaller predicted gain is within what the model cannot tell apart
 WIN = 1.10
 
 

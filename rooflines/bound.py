@@ -65,7 +65,7 @@ def _local_reduce_bytes(kind: Collective, algorithm: Algorithm, size: float, n: 
 # A copy-engine collective reduces each chunk as it lands, behind the DMA of the next, so only the last chunk's
 # reduction is exposed. The last chunk is pkroof's (kernels/copy_engine.py: chunks per peer halve towards a last
 # one of 4 MiB). Charging the whole reduction after the transfers put the model 11-19% above the pipelined kernels
-# at 64 and 256 MiB on 2xH200 (benchmarks/2026-11-30-ceilings-h200x2.md).
+# at 64 and 256 MiB on 2xH200 (benchmarks/kernels/2026-11-30-ceilings-h200x2.md).
 CE_TAIL_BYTES, CE_MAX_CHUNK_BYTES = 4 << 20, 64 << 20
 
 
@@ -229,7 +229,7 @@ def _cost(
         model = m.for_collective(op.kind.value, tiers.scaleup.bytes)
         if tiers.scaleup.send_bytes and tiers.scaleup.recv_bytes:
             # both directions busy: pull all-reduce on 2xH200 ran 16-18% over a model at the one-way rate (SM
-            # loads: 375 GB/s one way, 336 both ways; benchmarks/2026-11-30-ceilings-h200x2.md). NCCL's own
+            # loads: 375 GB/s one way, 336 both ways; benchmarks/kernels/2026-11-30-ceilings-h200x2.md). NCCL's own
             # fits are of whole collectives and already hold it. The roof keeps the one-way rate: a bound.
             model = model.both_ways()
         net_bw_s, net_lat_s = _network_s(tiers, system)
@@ -249,7 +249,8 @@ def _cost(
             bw_s += _local_reduce_bytes(op.kind, alg, size, g) * exposed / system.hbm_bandwidth_Bps
             # every chunk after the first is DMAs of its own, each paying the copy engine's start-up α: with no
             # local work at all, 256 MiB collectives on 2xH200 took 2.75-2.88 µs more per extra chunk (a line
-            # through 2-16 chunks; the probe's α: 2.77 µs; benchmarks/data/2026-11-30-eighth/call1-ce-sweep.log)
+            # through 2-16 chunks; the probe's α: 2.77 µs;
+            # benchmarks/kernels/data/2026-11-30-gemm-rates/call1-ce-sweep.log)
             chunk_latency_s = (_ce_chunks(per_peer) - 1) * model.latency_s
         elif m.mechanism is Mechanism.COPY_ENGINE:  # whole shards: the local reduction follows the last one
             g = min(op.group_size, system.ranks_per_node)
@@ -383,7 +384,7 @@ def _link_floor(op: CommOp, system: System) -> _LinkFloor:
 # limit), a shorter one the peak. pkroof times at least 3 back-to-back calls per sample; on 2xH200 the limiter
 # held the GPU at 700 W through samples of 8.4 ms of continuous matmuls (3 calls of 2.8 ms: 688 TFLOP/s) but not
 # through samples of 4.3 ms (3 calls of 1.43 ms: 768, as one call after idle), so the line sits between a
-# 1.43 ms and a 2.8 ms call (benchmarks/2026-11-30-gemm-rates-h200x2.md).
+# 1.43 ms and a 2.8 ms call (benchmarks/kernels/2026-11-30-gemm-rates-h200x2.md).
 SUSTAINED_AFTER_S = 2e-3
 
 
@@ -458,7 +459,7 @@ def _staging_s(costs: list[OpCost], system: System) -> float:
     and the peer reads it there; push: it lands in the receiver's inbox and is copied out). A pipelined
     copy-engine collective pays its last chunk's share only: charged whole, its staging put the model 14-16%
     above the kernels at 256 MiB-1 GiB on 2xH200, 2 GiB of staging (509 µs) on a 2.90 ms all-reduce whose link
-    time alone is 2.88 ms (benchmarks/2026-11-30-gemm-rates-h200x2.md, §5)."""
+    time alone is 2.88 ms (benchmarks/kernels/2026-11-30-gemm-rates-h200x2.md, §5)."""
     return sum(c.staged_bytes for c in costs) / system.hbm_bandwidth_Bps
 
 
@@ -474,7 +475,7 @@ def _serial(
     declares its CTA count: that many). Anything but NCCL, whose measured rates already include its copies,
     also pays the staging of ordinary tensors through symmetric memory, after the transfers: pkroof's kernels
     on h200x2 measured 5-18% above the sum and 19-55% above the max of the two
-    (benchmarks/2026-11-30-kernels-h200x2.md)."""
+    (benchmarks/kernels/2026-11-30-kernels-h200x2.md)."""
     if m.mechanism is Mechanism.NCCL and m.nccl is not None:
         ctas, used = m.nccl.channels, m.nccl.channels
     elif m.mechanism is Mechanism.NCCL and m.num_ctas_default:

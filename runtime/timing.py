@@ -6,7 +6,7 @@ the previous one), and every rank's GPU starts it at the same moment: the barrie
 latency, then a short spin on the GPU (HOLD_CYCLES) gives each host time to queue the sample behind it. Without
 the spin each rank started its sample when its own host got there; the first rank's first collective then waited
 for the last, and the slowest-rank time held that host skew (µs, varying run to run: small collectives measured
-10.5-18.8 µs at 1 MiB on 2xH200 before, benchmarks/2026-11-30-ceilings-h200x2.md).
+10.5-18.8 µs at 1 MiB on 2xH200 before, benchmarks/kernels/2026-11-30-ceilings-h200x2.md).
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def time_device(
             before_sample()
         if barrier:
             # start every sample from an idle device: an eager collective queued behind graph-replayed NCCL
-            # work made small all-reduces time 15-20% slow on the 2xH200 node (benchmarks/nccl_small_ab.py)
+            # work made small all-reduces time 15-20% slow on the 2xH200 node (benchmarks/probe/nccl_small_ab.py)
             torch.cuda.synchronize()
             barrier()
             if graph:  # every GPU leaves the barrier together and spins while its host queues the sample

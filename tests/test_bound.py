@@ -439,7 +439,7 @@ def test_nccl_regimes_are_chosen_by_the_bytes_on_the_link():
 
 def test_a_copy_engine_overlap_pays_alpha_for_every_dma_to_a_peer_after_the_first():
     # A DMA starts only once the one before it on its copy stream has ended (local DMAs on one H200: ~1.9 µs per
-    # chunk boundary, benchmarks/2026-12-01-one-gpu-h200.md §2; 2.75-2.88 µs per chunk over NVLink on 2xH200).
+    # chunk boundary, benchmarks/kernels/2026-12-01-one-gpu-h200.md §2; 2.75-2.88 µs per chunk over NVLink on 2xH200).
     # GEMM + reduce-scatter sends each peer its rows once: one DMA per peer. The one-shot GEMM + all-reduce
     # (kernels/fused.py) pushes each row block of its partial product to every peer as soon as it is computed: two
     # blocks at 2 ranks, one beyond (fused.one_shot_blocks). Peers are served side by side, as in the copy-engine

@@ -497,7 +497,7 @@ def test_refit_of_a_multi_node_probe_counts_every_rank():
     1 rank per node, a ring all-reduce of S would put 0 bytes on the link and no line could be fitted)."""
     from pkroof.topology.from_probe import refit
 
-    rehearsal = load(DATA / "probe-rehearsal-2nodes.json")  # benchmarks/device_run_rehearsal.sh on 2026-11-30
+    rehearsal = load(DATA / "probe-rehearsal-2nodes.json")  # benchmarks/probe/device_run_rehearsal.sh on 2026-11-30
     assert (rehearsal.nodes, rehearsal.gpus_per_node) == (2, 1)
     again = refit(rehearsal)
     ar = next(c for c in again.probe.curves if c.name == "nccl all-reduce")

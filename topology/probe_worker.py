@@ -490,7 +490,7 @@ def sustained_time(fn: Callable[[int], None], burst_s: float, sustain_s: float, 
     """fn's time per call with the GPU kept busy: sustain_s of back-to-back calls first, then samples of at least
     SUSTAINED_SAMPLE_S of back-to-back calls each. A GPU under continuous matmuls settles at its power limit: on
     2xH200 the 8192³ bf16 matmul took 1.42 ms one call after idle, 1.61 ms with 10 calls per sample and 1.65 ms
-    with 30 (700 W, SM clock ~1450 MHz against 1980; benchmarks/2026-11-30-gemm-rates-h200x2.md)."""
+    with 30 (700 W, SM clock ~1450 MHz against 1980; benchmarks/kernels/2026-11-30-gemm-rates-h200x2.md)."""
     for i in range(max(1, round(sustain_s / burst_s))):
         fn(i)
     calls = max(1, round(SUSTAINED_SAMPLE_S / burst_s))

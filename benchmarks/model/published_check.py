@@ -8,7 +8,8 @@ other networks, suspect figures) are listed with --rows, not counted.
 
 It also runs on a checkout from before the model had NCCL's tuning (no topology/published.py there): it then reads
 the table with the csv module and takes the one NCCL prediction that model makes for every row (it cannot force an
-algorithm, register buffers or wait on each call), which is how benchmarks/2026-12-02-published-check.md's "before"
+algorithm, register buffers or wait on each call), which is how benchmarks/model/2026-12-02-published-check.md's
+"before"
 column was made: PYTHONPATH pointing at a pkroof package built from the older checkout's folders.
 
 Usage: python benchmarks/model/published_check.py [TABLE] [--rows]
