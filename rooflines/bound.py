@@ -436,7 +436,7 @@ def _tile_waves_s(w: Workload, system: System, sms: int) -> float:
     SM's share of the peak. Below a wave of tiles this, not FLOPs / peak, is the GEMM's time: on 2xH200 the
     inter-SM kernel's excess over a FLOPs-only model was 5.0-6.5 µs for one 128×256 tile with K = 128 and
     10.8 µs for 2 and 8 tiles with K = 512, the difference (4.4 µs) one such tile's 4.2 µs
-    (benchmarks/2026-11-30-fixed-costs-h200x2.md)."""
+    (benchmarks/kernels/2026-11-30-fixed-costs-h200x2.md)."""
     return sum(
         -(-op.num_tiles // sms) * op.tile_flops * system.sm_count / _rate(op, system)
         for op in w.compute
@@ -448,7 +448,7 @@ def _waves(w: Workload, sms: int) -> int:
     """Waves of whole tiles on `sms` SMs (the tiled ops' most); a large number when nothing is tiled. Tiles of one
     wave finish together, so communication that follows them has nothing left to overlap with: a pipeline is
     at most this deep (inter-SM GEMM + all-reduce, 2xH200: 64 tiles on 100 SMs ran 17.6% over a two-deep fill,
-    benchmarks/2026-11-30-fixed-costs-h200x2.md)."""
+    benchmarks/kernels/2026-11-30-fixed-costs-h200x2.md)."""
     tiled = [op.num_tiles for op in w.compute if op.tile_flops]
     return max(1, -(-max(tiled) // sms)) if tiled else 1 << 30
 

@@ -142,7 +142,7 @@ SOURCES: dict[str, Source] = {
     "h200x2-probe": Source(
         "carried",
         "measured by pkroof probe on the 2x H200 node (NVLink 4 through NVSwitch, 2026-11-30; topology/data/"
-        "h200x2.json, benchmarks/2026-11-30-probe-h200x2.md): no published run gives these for 8-GPU machines. "
+        "h200x2.json, benchmarks/probe/2026-11-30-probe-h200x2.md): no published run gives these for 8-GPU machines. "
         "For Hopper presets the same link and switch generation; for the others the nearest measurement, slower or "
         "faster than theirs by an unknown amount",
         url="topology/data/h200x2.json",
@@ -152,7 +152,8 @@ SOURCES: dict[str, Source] = {
     "h200x2-calibrate": Source(
         "carried",
         "the fixed costs pkroof's own kernels measured per call on the 2x H200 node (pkroof topology calibrate: a "
-        "staged collective's hand-off, a fused kernel's per schedule; benchmarks/2026-11-30-fixed-costs-h200x2.md): "
+        "staged collective's hand-off, a fused kernel's per schedule; "
+        "benchmarks/kernels/2026-11-30-fixed-costs-h200x2.md): "
         "no other machine has them measured; the same Hopper generation for H100/H200, carried further for the rest",
         url="topology/data/h200x2.json",
         date="2026-12-01",

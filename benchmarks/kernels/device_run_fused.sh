@@ -5,10 +5,10 @@
 #   shipped settings (benchmarks/kernels/2026-11-30-inter-sm-h200x2.md, call 5)
 #   bash benchmarks/kernels/device_run_fused.sh fixed-costs-fit
 #   per-shape inter-SM CTAs on the GPUs, the fused kernels at two tiny shapes and the
-#   gemm-all-reduce shapes (benchmarks/2026-11-30-fixed-costs-h200x2.md, call 1)
+#   gemm-all-reduce shapes (benchmarks/kernels/2026-11-30-fixed-costs-h200x2.md, call 1)
 #   bash benchmarks/kernels/device_run_fused.sh fixed-costs-check
 #   the copy-engine GEMM + all-reduce's two paths, fused kernels at shapes the fixed costs
-#   were not fitted on (benchmarks/2026-11-30-fixed-costs-h200x2.md, call 3)
+#   were not fitted on (benchmarks/kernels/2026-11-30-fixed-costs-h200x2.md, call 3)
 #   bash benchmarks/kernels/device_run_fused.sh deepseek
 #   the fused GEMMs at deepseek-v3-dense-tp8, two records outside ±15% again (same write-up, call 4)
 #   bash benchmarks/kernels/device_run_fused.sh gemm-rates
