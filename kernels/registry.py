@@ -38,6 +38,7 @@ class BuiltinImpl:
     auto: bool = True  # profiled beside the reference unasked; False: only when named with --impl
     auto_max_bytes: int | None = None  # unasked only up to this size (nccl-tests' convention); above, when named
     in_place: bool = False  # the reference's collective in place: nccl-tests' in-place column beside its out-of-place
+    max_input_bytes: int | None = None  # a rank's input it refuses above (kernels/low_latency.py MAX_BYTES for LL)
 
     def __post_init__(self) -> None:
         if isinstance(self.comm_sms, str) and self.comm_sms not in SETTINGS:
@@ -74,7 +75,13 @@ def _impl(module: str, function: str, problems: set[str], family: str = "pkroof"
 
 _NCCL = {"mechanism": "nccl", "schedule": "serial"}
 _INPL = _NCCL | {"in_place": True}  # nccl-tests' in-place column
-_LL = {"mechanism": "sm-store", "schedule": "serial", "comm_sms": "PKROOF_CTAS_LL", "protocol": "ll"}
+_LL = {
+    "mechanism": "sm-store",
+    "schedule": "serial",
+    "comm_sms": "PKROOF_CTAS_LL",
+    "protocol": "ll",
+    "max_input_bytes": 64 << 20,  # kernels/low_latency.py MAX_BYTES (not imported: it needs triton)
+}
 _LL_AUTO = _LL | {"algorithm": "one-shot", "auto_max_bytes": 1 << 20}  # small messages only
 _PULL = {"mechanism": "sm-load", "schedule": "serial", "comm_sms": "PKROOF_CTAS_LOAD", "algorithm": "one-shot"}
 _PUSH = {"mechanism": "sm-store", "schedule": "serial", "comm_sms": "PKROOF_CTAS_STORE", "algorithm": "one-shot"}

@@ -604,6 +604,7 @@ def advise(
         pa = analyses[0]
         _echo(_show.advice_text(pa.bound, pa.advice))
         name = pa.problem.name if pa.problem else Path(problem).stem.replace("_", "-")  # a file analysed apart
-        kernels = _show.builtin_kernels_text(name, pa.advice) if pa.advice else ""
+        comm_bytes = sum(op.size_bytes for op in pa.analysis.workload.comm)
+        kernels = _show.builtin_kernels_text(name, pa.advice, comm_bytes) if pa.advice else ""
         if kernels:
             _echo("\n" + kernels)

@@ -362,8 +362,9 @@ def implementations_table(registry: dict) -> str:
     return _table(["implementation", "problems", "from", "runs", "declares"], rows)
 
 
-def builtin_kernels_text(problem: str, advice: Advice) -> str:
-    """The built-in implementations of `problem` that can be profiled now, the recommended pair's marked."""
+def builtin_kernels_text(problem: str, advice: Advice, comm_bytes: float | None = None) -> str:
+    """The built-in implementations of `problem` that can be profiled now, the recommended pair's marked; those
+    meant for smaller messages than `comm_bytes` (nccl-tests' size convention) say up to which size."""
     from pkroof.kernels.registry import BUILTIN_IMPLS
 
     best = (advice.best.label, advice.best.schedule.value)
@@ -375,6 +376,10 @@ def builtin_kernels_text(problem: str, advice: Advice) -> str:
         said = f"{_mechanism(pair)} + {pair['schedule']}" if pair else impl.family
         runs_best = pair and pair.get("algorithm") in (None, *advice.best.algorithms)  # one-shot LL, not two-shot
         mark = "  <- the recommended pair" if runs_best and (_mechanism(pair), pair["schedule"]) == best else ""
+        if comm_bytes is not None and impl.max_input_bytes is not None and comm_bytes > impl.max_input_bytes:
+            mark += f"  (refuses a rank's input over {fmt_bytes(impl.max_input_bytes)})"
+        elif comm_bytes is not None and impl.auto_max_bytes is not None and comm_bytes > impl.auto_max_bytes:
+            mark += f"  (meant for messages up to {fmt_bytes(impl.auto_max_bytes)})"
         lines.append(f"  {name:34} {said}{mark}")
     if not lines:
         return ""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from pkroof.profilers.records import topology_name
 from pkroof.rooflines import Collective
 from pkroof.rooflines.bound import nccl_traffic
 from pkroof.rooflines.mechanisms import label
@@ -83,6 +84,7 @@ def _record_row(record: Mapping[str, Any]) -> dict[str, Any]:
         if not row[name] > 0:
             row[name] = math.nan
     row |= {name: _text(env.get(name)) for name in ENVIRONMENT}
+    row["topology"] = _text(topology_name(dict(record)))  # version 1: its environment's
     return row
 
 

@@ -431,3 +431,9 @@ def test_export_csv_and_json_round_trip_and_parquet_needs_pyarrow(tmp_path, monk
         build.export(frame, tmp_path / "r.parquet", "parquet")
     with pytest.raises(ValueError, match="csv, json, parquet"):
         build.export(frame, tmp_path / "r.xlsx", "xlsx")
+
+
+def test_the_records_frame_names_the_topology_a_version_2_record_was_measured_against():
+    record = _record("all-reduce", "reference", "correct") | {"topology": {"name": "hgx-h100-8", "sha256": "ab"}}
+    record["environment"] = {k: v for k, v in record["environment"].items() if k != "topology"}
+    assert frames.records_frame([record]).iloc[0]["topology"] == "hgx-h100-8"
