@@ -510,6 +510,8 @@ def _job(rank: int, world: int, job: Job) -> dict[str, Any]:
     becomes the record."""
     import torch
 
+    sys.stdout.flush()
+    os.dup2(2, 1)  # what the problem or implementation prints goes to stderr: stdout is pkroof's table
     device = torch.device("cuda", torch.cuda.current_device()) if job.backend == "nccl" else torch.device("cpu")
     phase("loading the problem and the implementation")
     problem = load(job.problem)

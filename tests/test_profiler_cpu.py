@@ -282,3 +282,15 @@ def test_flops_are_charged_at_the_problems_dtype_when_the_reference_upcasts(tmp_
     # --dtype fp8: the bf16 inputs cast to fp8 on meta, and the same upcast matmul charged at the fp8 rate
     w = trace_on_meta(load(str(upcasts)), 2, {"m": m, "n": n, "k": k}, dtype="fp8")
     assert w.flops_by_dtype == {"fp8": 2 * m * n * k}
+
+
+def test_what_an_implementation_prints_goes_to_stderr_not_into_the_table(tmp_path):
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "pkroof", "profile", PROBLEM, "--impl", f"{IMPLS}:prints_to_stdout", "-n", "2"]
+    command += ["-t", "h200x2", "--iters", "2", "--out", str(tmp_path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "chatty rank" not in done.stdout and "chatty rank 0" in done.stderr and "chatty rank 1" in done.stderr
+    assert any("prints_to_stdout" in line and "correct" in line for line in done.stdout.splitlines())

@@ -80,3 +80,8 @@ def one_part_in_a_thousand_high(a, b):  # fp32: outside the default rtol (1.3e-5
     out = (a @ b) * 1.001
     dist.all_reduce(out)
     return out
+
+
+def prints_to_stdout(a, b):  # right, and chatty: what it prints must not land in pkroof's table
+    print(f"chatty rank {dist.get_rank()}")
+    return correct(a, b)
