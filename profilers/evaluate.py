@@ -37,16 +37,33 @@ DERIVED = (
 )
 
 
+def _current(problem: Problem, record: dict[str, Any], stored: Workload | None) -> Workload | None:
+    """A suite record's workload as this pkroof counts it, where the record measured the file as it is now (same
+    bytes): its hand-written workload (None: the catalogue builds it) or the trace shipped for that shape and world
+    size, in the record's dtype; the record's stored trace otherwise (an older file's, or a shape none ships)."""
+    from . import trace_cache
+
+    if stored is None or record.get("problem_sha256") not in (None, problem.sha256):
+        return stored
+    if problem.has_workload and (record.get("dtype") in (None, stored.dtype) or problem.workload_takes_dtype):
+        return None
+    params, world = record.get("params") or {}, record.get("world_size")
+    shipped = trace_cache.shipped(trace_cache.key(problem, world, params, None, "meta", any_torch=True))
+    return shipped if shipped is not None and shipped.dtype == stored.dtype else stored
+
+
 def record_workload(record: dict[str, Any]) -> tuple[Problem | None, Workload | None]:
-    """(the suite problem, the record's stored workload): either may be None, not both; a ValueError of one line
-    where the record's workload can be rebuilt neither from the catalogue nor from itself."""
+    """(the suite problem, the workload to bound the record by: a suite problem's as this pkroof counts it where it
+    can (_current), else the record's stored one): either may be None, not both; a ValueError of one line where the
+    record's workload can be rebuilt neither from the catalogue nor from itself."""
     name = record["problem"]
     if isinstance(record.get("unbounded"), str) and record.get("workload") is None and not is_suite_problem(name):
         raise ValueError(f"it could not be bounded when it was profiled: {record['unbounded']}")
     stored = record.get("workload")
     workload = workload_from_dict(stored) if stored is not None else None
     if is_suite_problem(name):
-        return load(name), workload
+        problem = load(name)
+        return problem, _current(problem, record, workload)
     if workload is None:
         raise ValueError(
             f"{name} is a problem file; pkroof never runs a file named in a results file, and this record carries no "
