@@ -267,6 +267,11 @@ def test_a_correct_implementation_is_timed_and_what_it_left_running_is_stopped(i
 @pytest.mark.parametrize(("impl", "sample"), CHEATING, ids=[c[0] for c in CHEATING])
 def test_an_implementation_right_only_while_checked_is_incorrect_naming_the_timed_sample(impl, sample, cheated):
     record = cheated.records[impl]
+    if impl == "cached_by_storage_pointer" and record["status"] == "timeout":
+        # a cache hit on one rank skips the all-reduce its peer's miss runs: the ranks' collectives no longer pair
+        # up and they wait for each other (seen once in a full run on a loaded 2-core machine). Never timed either
+        assert "timing" not in record and "median_s" not in record
+        return
     assert record["status"] == "incorrect" and "timing" not in record and "median_s" not in record
     assert record["message"].startswith(f"timed sample {sample}: ranks 0, 1: output 0: 2048 of 2048 elements differ")
 
