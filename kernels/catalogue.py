@@ -20,12 +20,14 @@ naming a Python file to pkroof means to. Nothing here ever loads a file named in
 from __future__ import annotations
 
 import ast
+import contextlib
+import contextvars
 import hashlib
 import importlib
 import importlib.util
 import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -370,6 +372,37 @@ def _signature(fn: ast.FunctionDef) -> inspect.Signature:
     return inspect.Signature(params)
 
 
+class WouldRunError(Exception):
+    """A problem file read from its source would have to run here (inside `without_running`)."""
+
+
+_NOT_HERE = contextvars.ContextVar("pkroof_not_here", default=False)
+
+
+@contextlib.contextmanager
+def without_running() -> Iterator[None]:
+    """While inside: a problem file read from its source never runs in this process (WouldRunError instead)."""
+    token = _NOT_HERE.set(True)
+    try:
+        yield
+    finally:
+        _NOT_HERE.reset(token)
+
+
+def refuse_to_run(path: Path | str) -> None:
+    """WouldRunError inside `without_running`: the caller is about to run a problem file's code."""
+    if _NOT_HERE.get():
+        raise WouldRunError(f"{path}: its code would run here")
+
+
+def read_without_running(path: Path) -> Problem | None:
+    """A user's problem file as the catalogue knows it from its source alone (literal constants, signatures),
+    never imported; None where its source sets them by code."""
+    check_path(path)
+    module = _read_source(path)
+    return None if module is None else from_module(module, path.stem.replace("_", "-"), path, suite=False)
+
+
 class _FromSource:
     """A user's problem file read from its source without running it: its docstring, its literal CATEGORY, SOURCE
     and SHAPES, and the signatures of its functions. The file is imported (runs) the first time one of its
@@ -381,6 +414,7 @@ class _FromSource:
 
     def _real(self) -> ModuleType:
         if self._module is None:
+            refuse_to_run(self._path)
             self._module = _import_file(self._path)
         return self._module
 

@@ -38,6 +38,9 @@ class Comm:
     reduction: bool
     producer: str | None
     consumer: str | None
+    send_bytes: float | None  # this rank's own bytes to and from its peers where uneven; None: the even split
+    recv_bytes: float | None
+    after: tuple[str, ...] | None  # the ops it waits for where given; None: the data flow's
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,8 @@ class Bound:
     link_bandwidth_Bps: float
     link_tier: str
     comm: tuple[Comm, ...]
+    busiest_rank: Mapping[str, int]  # the rank that set each term, where ranks differ (empty: every rank alike)
+    uncounted: tuple[str, ...]  # ops that compute but that no FLOP formula prices
     predictions: tuple[Prediction, ...]  # fastest first
     recommendation: Recommendation | None  # None: nothing to communicate on a topology without peers
 

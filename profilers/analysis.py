@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pkroof.kernels.catalogue import Problem, ProblemError, check_workload, guarded
+from pkroof.kernels.catalogue import Problem, ProblemError, check_workload, guarded, refuse_to_run
 from pkroof.kernels.catalogue import load as load_problem
 from pkroof.rooflines import (
     DTYPE_BYTES,
@@ -84,6 +84,7 @@ def _workload_of(
 ) -> Workload:
     _check_dtype(dtype)
     if problem.has_workload and (dtype is None or problem.workload_takes_dtype):
+        refuse_to_run(problem.path)
         return _hand_written(problem, world_size, params, dtype)
     from . import trace_cache
 
@@ -99,6 +100,7 @@ def _workload_of(
     if hit is not None:  # traced before, same file bytes, shape, ranks, dtype, torch and tracer: no torch import
         trace_cache.collect(trace_cache.key(problem, world_size, params, dtype, "meta", any_torch=True), hit)
         return hit
+    refuse_to_run(problem.path)  # a miss: tracing runs the file
     from .trace import NEEDS_DATA, input_dtype, trace, trace_on_meta
 
     if dtype is not None and dtype == input_dtype(problem, world_size, params):

@@ -53,10 +53,13 @@ def _comm(op: CommOp) -> dict[str, Any]:
         "producer": op.producer,
         "consumer": op.consumer,
     }
-    if op.explicit:  # this rank's own bytes to and from its peers (uneven splits, point-to-point batches)
+    # this rank's own bytes to and from its peers where they are its own (uneven splits, point-to-point batches);
+    # null where the collective's even split holds
+    if op.explicit:
         out |= {"send_bytes": op.send_bytes or 0.0, "recv_bytes": op.recv_bytes or 0.0}
-    if op.after is not None:
-        out["after"] = list(op.after)
+    else:
+        out |= {"send_bytes": None, "recv_bytes": None}
+    out["after"] = list(op.after) if op.after is not None else None  # the ops it waits for; null: the data flow's
     return out
 
 
@@ -107,8 +110,8 @@ def bound_to_dict(b: Bound, advice: Advice | None) -> dict[str, Any]:
         "link_bandwidth_Bps": b.link_bandwidth_Bps,
         "link_tier": b.link_tier,
         "comm": [_comm(op) for op in b.comm],
-        **({"busiest_rank": dict(b.busiest)} if b.busiest else {}),
-        **({"uncounted": list(w.uncounted)} if w.uncounted else {}),
+        "busiest_rank": dict(b.busiest),  # the rank that set each term where ranks differ ({}: every rank alike)
+        "uncounted": list(w.uncounted),  # ops that compute but that no FLOP formula prices
         "predictions": [_prediction(p, w) for p in b.predictions],
         "recommendation": recommendation_to_dict(advice),
     }

@@ -123,3 +123,15 @@ def test_profile_from_python_returns_records_with_the_models_fields(tmp_path):
     assert rows[0][2] == bound.t_roof_s and rows[0][3] == 3  # --iters 3: three samples
     stored = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert len(stored) == len(rows) and "t_roof_s" not in stored[0]  # the file holds measurements only
+
+
+@pytest.mark.parametrize("problem", ["ring-attention", "all-to-allv", "moe-dispatch", "tp-mlp-sequence-parallel"])
+def test_traced_problems_with_uneven_ranks_and_dependencies_build_the_same_object_as_the_json(problem):
+    # traced references carry what hand-written workloads do not: each rank's own bytes (send_bytes/recv_bytes),
+    # the ops a collective waits for (after), the busiest rank per term, ops no formula prices
+    b = pkroof.bound(problem, topology="h200x2")
+    out = CliRunner().invoke(app, ["bound", problem, "-t", "h200x2", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(json.dumps(b.to_dict())) == json.loads(out.stdout)
+    assert set(b.busiest_rank) <= {"compute", "hbm", "link", "latency"} and isinstance(b.uncounted, tuple)
+    assert pkroof.advise(problem, topology="h200x2").t_s >= b.t_roof_s
