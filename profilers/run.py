@@ -48,11 +48,12 @@ MAX_CALLS = 21
 # (rtol, atol) by output dtype: an element is right where |got − want| ≤ atol + rtol·|want|. rtol is about two
 # units in the last place (torch.testing.assert_close's bf16 and fp16 rtol; 10× its fp32 one); atol, wider than
 # torch.testing's 1e-5, because sums of many low-precision terms near zero differ with their order, not only by
-# rounding. Integers, booleans and other dtypes are compared exactly.
+# rounding. Complex outputs: their real and imaginary parts, at their parts' dtype's. Integers, booleans and
+# other dtypes are compared exactly.
 TOLERANCES = {"bfloat16": (1.6e-2, 1e-2), "float16": (1e-3, 1e-3), "float32": (1.3e-5, 1e-5), "float64": (1e-7, 1e-7)}
 # the oracle: the reference rerun on its inputs widened to these dtypes, where an implementation misses the
 # tolerance; an element at least as close to the oracle as the reference's own is right too
-ORACLE_DTYPES = {"bfloat16": "float32", "float16": "float32", "float32": "float64"}
+ORACLE_DTYPES = {"bfloat16": "float32", "float16": "float32", "float32": "float64", "complex64": "complex128"}
 
 
 @dataclass(frozen=True)
@@ -167,13 +168,32 @@ def tolerance(dtype: str, rtol: float | None = None, atol: float | None = None) 
 
 
 def _widened(inputs: tuple) -> tuple:
-    """Copies of `inputs` with every 16- and 32-bit floating tensor widened to its ORACLE_DTYPES dtype."""
+    """Copies of `inputs` with every 16- and 32-bit floating (and complex64) tensor widened to its ORACLE_DTYPES
+    dtype: tensors, the parameters and buffers of modules (a copy of each), inside lists, tuples and dicts."""
+    import copy
+
     import torch
+
+    def wide_dtype(t: torch.Tensor) -> torch.dtype | None:
+        wide = ORACLE_DTYPES.get(str(t.dtype).removeprefix("torch."))
+        return getattr(torch, wide) if wide else None
 
     def widen(x: Any) -> Any:
         if isinstance(x, torch.Tensor):
-            wide = ORACLE_DTYPES.get(str(x.dtype).removeprefix("torch."))
-            return x.to(getattr(torch, wide)) if wide else x.clone()
+            wide = wide_dtype(x)
+            return x.detach().to(wide) if wide else x.clone()
+        if isinstance(x, torch.nn.Module):
+            module = copy.deepcopy(x)
+            with torch.no_grad():
+                for t in [*module.parameters(), *module.buffers()]:
+                    wide = wide_dtype(t)
+                    if wide is not None:
+                        t.data = t.data.to(wide)
+            return module
+        if type(x) in (list, tuple):
+            return type(x)(widen(v) for v in x)
+        if isinstance(x, dict):
+            return {k: widen(v) for k, v in x.items()}
         return x
 
     return tuple(widen(x) for x in inputs)
@@ -206,6 +226,12 @@ def _compare(
             return False, None, f"output {i}: on {g.device}, the reference's on {w.device}"
         if w.numel() == 0:
             continue
+        g, w = g.detach(), w.detach()
+        o = oracle[i] if oracle is not None and i < len(oracle) else None
+        if w.is_complex():  # real and imaginary parts, each held to the tolerance of the parts' dtype
+            g, w = torch.view_as_real(g.resolve_conj()), torch.view_as_real(w.resolve_conj())
+            if isinstance(o, torch.Tensor) and o.is_complex():
+                o = torch.view_as_real(o.detach().resolve_conj())
         rtol, atol = tolerance(str(w.dtype).removeprefix("torch."), *tol)
         # float32 holds every 16- and 32-bit float's difference closely enough for these tolerances, at half the
         # memory traffic of float64 (every timed sample is compared, on CPU ranks too); integers and doubles exactly
@@ -218,7 +244,6 @@ def _compare(
             return False, None, f"output {i}: has NaN at {int(nan.sum())} of {w.numel()} elements (first at {at})"
         err = gf.sub(wf).abs_()
         bad = ~(err <= wf.abs().mul_(rtol).add_(atol))  # NaN (unwritten, poisoned) counts as bad
-        o = oracle[i] if oracle is not None and i < len(oracle) else None
         if bool(bad.any()) and isinstance(o, torch.Tensor) and o.shape == w.shape:
             exact = o.double()
             bad &= ~(g.double().sub_(exact).abs_() <= w.double().sub_(exact).abs_())

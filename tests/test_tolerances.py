@@ -98,3 +98,26 @@ def test_on_a_gpu_the_oracle_judges_every_timed_sample_graphs_included():
     assert record["judged_by_oracle"] is True and record["timing"]["mode"] in ("graph", "eager")
     wrong = run_job(Job(RUNNING_SUM, "small", SUM, f"{RUNNING_SUM}:three_percent_high", 1, "nccl"), timeout_s=300)
     assert wrong["status"] == "incorrect" and "timing" not in wrong
+
+
+def test_complex_outputs_are_compared_part_by_part():
+    # (1+2j) against the reference's (1+2j): right; its conjugate (1−2j) or its real part alone (1+0j) differ by
+    # 4 and 2 in the imaginary part, far outside fp32's 1e-5 + 1.3e-5·2: wrong (a real-part-only compare said right)
+    want = torch.tensor([1 + 2j, 3 - 1j], dtype=torch.complex64)
+    assert _compare((want.clone(),), (want,))[0]
+    assert not _compare((want.conj(),), (want,))[0]
+    assert not _compare((torch.complex(want.real, torch.zeros(2)),), (want,))[0]
+    # 1 part in 10^6 off in the imaginary part: within fp32's tolerance, as a real output would be
+    near = torch.complex(want.real, want.imag * (1 + 1e-6))
+    assert _compare((near,), (want,))[0]
+
+
+def test_the_oracle_widens_a_modules_parameters_in_a_copy_and_looks_inside_containers():
+    layer = torch.nn.Linear(4, 2).to(torch.bfloat16)
+    x = torch.ones(3, 4, dtype=torch.bfloat16)
+    wide_layer, (wide_x, n), table = _widened((layer, (x, 7), {"x": x}))
+    assert wide_layer is not layer and wide_layer.weight.dtype == torch.float32 and layer.weight.dtype == torch.bfloat16
+    assert wide_x.dtype == torch.float32 and n == 7 and table["x"].dtype == torch.float32
+    assert torch.equal(
+        wide_layer(wide_x), torch.nn.functional.linear(x.float(), layer.weight.float(), layer.bias.float())
+    )
