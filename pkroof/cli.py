@@ -190,7 +190,7 @@ def _sizes(
     if sweep:
         low, high = parse_size(minbytes or maxbytes), parse_size(maxbytes or minbytes)
         step = parse_size(stepbytes) if stepbytes is not None else 1 << 20
-        return size_sweep(low, high, stepfactor=stepfactor or 1, stepbytes=step), True
+        return size_sweep(low, high, stepfactor=1 if stepfactor is None else stepfactor, stepbytes=step), True
     if not size:
         return None, False
     sizes = [parse_size(s) for s in size]

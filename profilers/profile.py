@@ -19,7 +19,7 @@ from pkroof.runtime.launch import phase, run_isolated
 from pkroof.topology import Topology, dumps, resolve
 
 from . import records
-from .analysis import NeedsDataError, ProblemAnalysis, analyze
+from .analysis import NeedsDataError, ProblemAnalysis, analyze, has_torch
 from .evaluate import derive
 from .isolated import PRELOAD
 from .run import Job, check_builtin, check_impl_spec, finish, resolve_impl, run_job
@@ -266,6 +266,10 @@ def profile(
     measurements only (profilers/evaluate.py gives them the model's fields)."""
     if not (0 < timeout_s < math.inf):
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout_s:g}")
+    if not has_torch():
+        raise ValueError(
+            "profile runs the reference and the implementations on ranks, which needs torch: pip install torch"
+        )
     if iters is not None and iters < 1:
         raise ValueError(f"--iters must be at least 1, got {iters}")
     if warmup is not None and warmup < 0:

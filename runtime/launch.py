@@ -467,8 +467,19 @@ def _failed(procs: list, folder: Path | None) -> RankFailedError | None:
     times = {r: raised_at(r) for r in failed}
     rank = min(failed, key=lambda r: (times[r] is not None, procs[r].exitcode >= 0, times[r] or 0, r))
     details = _read_exact(folder / f"{rank}.error").strip() if times[rank] is not None else ""
-    last = details.split("\n")[-1] if details else ""  # a carriage return inside a message is no line break
-    return RankFailedError(rank, procs[rank].exitcode, last, details)
+    return RankFailedError(rank, procs[rank].exitcode, _exception_text(details), details)
+
+
+def _exception_text(details: str) -> str:
+    """The exception a traceback ends with, type and message, its lines joined ("RuntimeError: bad input second
+    line"): what follows the last frame and its source lines. A carriage return inside a message is no line break."""
+    lines = details.split("\n")
+    frames = [i for i, line in enumerate(lines) if line.startswith("  File ")]
+    start = frames[-1] + 1 if frames else int(bool(lines) and lines[0].startswith("Traceback"))
+    while start < len(lines) and lines[start].startswith("    "):  # the frame's source line and its ^^^ marks
+        start += 1
+    text = " ".join(line.strip() for line in lines[start:] if line.strip())
+    return text or (lines[-1] if lines else "")
 
 
 STARTUP_S = 180.0  # spawning the ranks and joining their process group: not the implementation's time

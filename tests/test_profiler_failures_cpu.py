@@ -150,3 +150,18 @@ def test_sigterm_stops_the_ranks_exits_non_zero_and_keeps_what_was_recorded(tmp_
                 os.kill(pid, signal.SIGKILL)
         if pkroof.poll() is None:
             pkroof.kill()
+
+
+def test_a_crash_message_is_the_exception_its_type_and_every_line_of_it():
+    import traceback
+
+    from pkroof.runtime.launch import _exception_text
+
+    def fails():
+        raise RuntimeError("bad input\r\nsecond line")
+
+    try:
+        fails()
+    except RuntimeError:
+        details = traceback.format_exc().strip()
+    assert _exception_text(details) == "RuntimeError: bad input second line"  # not the last line alone

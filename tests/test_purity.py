@@ -73,3 +73,23 @@ def test_problems_bound_advise_and_impls_need_no_torch():
     # a shape nobody shipped says, in one line, what it needs
     code, out, _ = _cli_without_torch("bound", "ring-attention", "-t", "h200x2", "-p", "seq=96")
     assert code == 2
+
+
+def test_profile_without_torch_is_one_line_and_exit_2_not_a_crash_record():
+    # (the line goes to stderr, which this runner keeps apart: the message is checked in-process below)
+    code, out, _ = _cli_without_torch("profile", "all-reduce", "--size", "64KiB", "--out", "/nonexistent/never-made")
+    assert code == 2 and "crashed" not in out and "reference" not in out
+
+
+def test_profile_says_it_needs_torch(monkeypatch, tmp_path):
+    import pytest
+
+    from pkroof.profilers import profile as module
+
+    monkeypatch.setattr(module, "has_torch", lambda: False)
+    with pytest.raises(ValueError, match="needs torch: pip install torch"):
+        module.profile(
+            ["all-reduce"], impls=[], world_size=2, shape=None, overrides={}, out_dir=tmp_path, timeout_s=60,
+            resume=False, topology="h200x2",
+        )  # fmt: skip
+    assert not (tmp_path / "results.jsonl").exists()
