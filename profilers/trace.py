@@ -625,11 +625,14 @@ class _CudaShims:
 
 
 def _main_dtype(tensors: list[torch.Tensor]) -> torch.dtype | None:
-    """The floating dtype holding the most bytes (bf16 gradients beside an fp32 master shard: bf16)."""
+    """The floating dtype holding the most bytes (bf16 gradients beside an fp32 master shard: bf16); a complex
+    tensor counts as its parts' dtype (complex64: fp32, which its arithmetic runs in)."""
     held: dict[torch.dtype, int] = defaultdict(int)
     for t in tensors:
         if t.dtype.is_floating_point:
             held[t.dtype] += _nbytes(t)
+        elif t.dtype.is_complex:
+            held[t.dtype.to_real()] += _nbytes(t)
     return max(held, key=held.__getitem__) if held else None
 
 
@@ -690,6 +693,8 @@ def _recorder(inputs: tuple, dtype: str | None, world_size: int, rank: int, padd
     if dtype is not None and dtype not in TORCH_DTYPES:
         raise ValueError(f"unknown dtype {dtype!r} (one of: {', '.join(TORCH_DTYPES)})")
     main = _main_dtype(_tensors(inputs))
+    if dtype is not None and any(t.dtype.is_complex for t in _tensors(inputs)):
+        raise ValueError(f"--dtype {dtype}: the problem's inputs are complex; --dtype casts real floating inputs only")
     if dtype is None or main is None:
         own = DTYPE_NAMES.get(main, "fp32") if main is not None else "bf16"
         rec = _Recorder(world_size, rank, main, own, padded)

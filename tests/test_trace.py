@@ -511,3 +511,18 @@ def test_a_problem_file_may_import_its_neighbours_and_print(tmp_path):
     )
     out = _json(str(path), "-t", "h200x2")  # stdout holds the JSON alone: what the file prints goes to stderr
     assert out["comm"][0]["size_bytes"] == 32 * 64 * 4
+
+
+def test_complex_inputs_are_their_parts_dtype_and_refuse_another(tmp_path):
+    # a complex64 input of 4096 elements is 32 KiB of fp32 parts, beside 1 KiB of bf16: the problem is fp32 (its
+    # arithmetic runs in fp32), not the bf16 default of a problem without real floating inputs
+    path = tmp_path / "spectral_in.py"
+    path.write_text(
+        HEAD + "def inputs(rank, world_size, *, seed, device, n=4096):\n"
+        "    x = torch.ones(n, dtype=torch.complex64, device=device)\n"
+        "    return x, torch.ones(512, dtype=torch.bfloat16, device=device)\n\n"
+        "def reference(x, y):\n    out = torch.fft.ifft(x)\n    dist.all_reduce(out)\n    return out\n"
+    )
+    assert _json(str(path), "-t", "h200x2")["dtype"] == "fp32"
+    done = CliRunner().invoke(app, ["bound", str(path), "-t", "h200x2", "-d", "bf16"])
+    assert done.exit_code == 2 and "inputs are complex" in done.stderr
