@@ -174,8 +174,26 @@ def _list_bytes(tensors: list) -> list[int]:
     return [_nbytes(t) for t in tensors]
 
 
+def _check_shapes(name: str, args: tuple, n: int) -> None:
+    """A ValueError where a one-tensor all-gather or reduce-scatter's output and input do not match as NCCL
+    requires (output = n × input, or input = n × output): a collective that cannot run has no roof."""
+    if name not in ("_allgather_base_", "_reduce_scatter_base_") or len(args) < 2:
+        return
+    out, inp = args[0], args[1]
+    if not (isinstance(out, torch.Tensor) and isinstance(inp, torch.Tensor)):
+        return
+    big, small, what = (
+        (out, inp, "all-gather's output") if name == "_allgather_base_" else (inp, out, "reduce-scatter's input")
+    )
+    if big.numel() != n * small.numel():
+        raise ValueError(
+            f"{what} has {big.numel()} elements, not {n} ranks × {small.numel()}: NCCL refuses it, so it has no bound"
+        )
+
+
 def _comm(name: str, args: tuple, n: int, r: int) -> _Comm | None:
     """The collective a c10d (or functional) op of `name` is, on a group of n ranks where this one is r."""
+    _check_shapes(name, args, n)
     match name:
         case (
             "allreduce_"

@@ -526,3 +526,17 @@ def test_complex_inputs_are_their_parts_dtype_and_refuse_another(tmp_path):
     assert _json(str(path), "-t", "h200x2")["dtype"] == "fp32"
     done = CliRunner().invoke(app, ["bound", str(path), "-t", "h200x2", "-d", "bf16"])
     assert done.exit_code == 2 and "inputs are complex" in done.stderr
+
+
+def test_a_collective_nccl_would_refuse_has_no_bound(tmp_path):
+    # reduce_scatter_tensor of 1001 elements on 2 ranks into 500: NCCL needs input = 2 × output (1000): no roof
+    path = tmp_path / "odd_split.py"
+    path.write_text(
+        HEAD + "def inputs(rank, world_size, *, seed, device, n=1001):\n"
+        "    return (torch.zeros(n, dtype=torch.bfloat16, device=device),)\n\n"
+        "def reference(x):\n"
+        "    out = torch.empty(x.numel() // dist.get_world_size(), dtype=x.dtype, device=x.device)\n"
+        "    dist.reduce_scatter_tensor(out, x)\n    return out\n"
+    )
+    done = CliRunner().invoke(app, ["bound", str(path), "-t", "h200x2"])
+    assert done.exit_code == 2 and "has 1001 elements, not 2 ranks × 500: NCCL refuses it" in done.stderr
