@@ -589,7 +589,7 @@ def _environment(backend: str) -> dict[str, Any]:
     try:
         import torch
 
-        env |= {"torch": torch.__version__, "cuda": str(torch.version.cuda)}
+        env |= {"torch": torch.__version__, "cuda": torch.version.cuda or "none (a CPU build of torch)"}
         if backend == "nccl":
             env["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
     except (ImportError, RuntimeError, AttributeError):  # a CPU build has no NCCL to report

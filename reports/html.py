@@ -501,7 +501,7 @@ def _environment(records: pd.DataFrame, meta: Mapping[str, Any]) -> list[tuple[s
     labels |= {"backend": "backend", "topology": "topology", "date": "date"}
     out = []
     for column, label in labels.items():
-        values = [v for v in dict.fromkeys(records[column]) if v]
+        values = [v for v in dict.fromkeys(records[column]) if v and v != "None"]  # older records: str(None)
         missing = "defaults" if column == "settings" else "not recorded"  # PKROOF_* variables, when any were set
         out.append((label, ", ".join(values) or missing))
     commands = [v for v in dict.fromkeys(records["command"]) if v] if "command" in records else []
