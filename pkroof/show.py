@@ -73,7 +73,11 @@ def topology_text(t: Topology) -> str:
         + f" [{_tag(t, 'gpu.peak_flops')}]",
         *(
             [
-                "  under continuous load (predictions of ops of 2 ms or more): "
+                (
+                    "  measured matmul rates (predictions of every op; the roof keeps the peak): "
+                    if g.burst_flops and dict(g.burst_flops) == dict(g.sustained_flops)
+                    else "  under continuous load (predictions of ops of 2 ms or more): "
+                )
                 + ", ".join(f"{k} {fmt_flops(v)}{fmt_clock(t.matmul_clock(k))}" for k, v in g.sustained_flops.items())
                 + f" [{_tag(t, 'gpu.sustained_flops')}]"
             ]
