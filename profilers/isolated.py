@@ -19,7 +19,7 @@ from pkroof.kernels.catalogue import (
     read_without_running,
     without_running,
 )
-from pkroof.runtime.launch import phase, run_isolated
+from pkroof.runtime.launch import phase, reap_stale_folders, run_isolated
 
 from .analysis import ProblemAnalysis, analyze
 
@@ -61,6 +61,7 @@ def analyze_anywhere(problem: str, *, timeout_s: float = ANALYSIS_TIMEOUT_S, **k
     if not 0 < timeout_s < float("inf"):
         raise ValueError(f"--timeout must be a positive number of seconds, got {timeout_s:g}")
     check_path(Path(problem))
+    reap_stale_folders()  # what a pkroof killed with SIGKILL left, even where no process starts now
     cached = _from_cache(problem, kw)
     if cached is not None:
         return cached
