@@ -129,6 +129,8 @@ def test_profile_from_python_returns_records_with_the_models_fields(tmp_path):
 def test_traced_problems_with_uneven_ranks_and_dependencies_build_the_same_object_as_the_json(problem):
     # traced references carry what hand-written workloads do not: each rank's own bytes (send_bytes/recv_bytes),
     # the ops a collective waits for (after), the busiest rank per term, ops no formula prices
+    if problem in ("all-to-allv", "moe-dispatch"):  # values decide their splits: traced on CPU ranks, none shipped
+        pytest.importorskip("torch")
     b = pkroof.bound(problem, topology="h200x2")
     out = CliRunner().invoke(app, ["bound", problem, "-t", "h200x2", "--json"])
     assert out.exit_code == 0, out.output
