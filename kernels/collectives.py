@@ -12,7 +12,7 @@ blocks per hand-off); CTA c owns tiles c, c + grid, ... on every rank, and the s
 tiles over through the flag slot (c, rank): stage tile k+1, signal it, wait for the peers' tile k, consume
 it, so the wait for one tile overlaps the staging of the next. Symmetric slots are padded to 64 elements and
 peer pointers declared 16-byte aligned: without that Triton emitted scalar 2-byte loads and stores, 2-4×
-slower (benchmarks/2026-11-30-kernels-h200x2.md). Staging buffers are
+slower (benchmarks/kernels/2026-11-30-kernels-h200x2.md). Staging buffers are
 double-buffered by call parity (a per-CTA counter), so a fast rank's next call never overwrites a tile a slow
 peer is still reading: writing half h again needs the peers to have signalled in the call in between, which
 they do only after finishing the call that read half h.
@@ -307,7 +307,8 @@ def exchange(
 # Elements per rank's chunk that keep the kernel's 16-byte accesses: Triton specialises an integer argument that is
 # a multiple of 16, and with span and chunk not so every load and store of the data path compiled to 2 bytes
 # (tests/test_kernels_ptx.py); at 100000004 bytes (25000001 elements a rank) the push kernels ran 4.6-8.7x slower
-# than their 64 MiB rate (benchmarks/2026-11-30-gemm-rates-h200x2.md, §8). Other sizes run on chunks padded to it.
+# than their 64 MiB rate (benchmarks/kernels/2026-11-30-gemm-rates-h200x2.md, §8). Other sizes run on chunks padded to
+# it.
 ALIGN = 16
 
 
@@ -391,11 +392,11 @@ def launch(
     pairs = max(1, ctas // 2) if split else ctas  # CTAs that stage (and, unsplit, also consume)
     # PKROOF_MAX_BLOCK: larger blocks keep more bytes in flight per thread (one 16-byte load per 8 elements); at 64 MiB
     # on 2xH200, 16384 beat 4096 by 8-20% for all-gather, reduce-scatter and all-to-all and tied for all-reduce
-    # (benchmarks/data/2026-11-30-variants/h200x2-sweeps.log).
+    # (benchmarks/kernels/data/2026-11-30-variants/h200x2-sweeps.log).
     # PKROOF_TMA_MAX_BLOCK: a TMA block is one bulk copy's box (BLOCK / 256 rows of 256 elements), and each CTA has
     # one in flight at a time, so the box is the lever. All-gather at 64 MiB on 2xH200, 64 CTAs: 8 KiB boxes (4096
     # elements) 234 µs, 64 KiB boxes (32768 elements, 128 KiB of shared memory with the store's staging) 142 µs;
-    # 136 µs at 128 CTAs, still slower than SM stores (111-116 µs) (benchmarks/2026-11-30-ceilings-h200x2.md).
+    # 136 µs at 128 CTAs, still slower than SM stores (111-116 µs) (benchmarks/kernels/2026-11-30-ceilings-h200x2.md).
     max_block = setting("PKROOF_TMA_MAX_BLOCK" if tma else "PKROOF_MAX_BLOCK")
     block, sub = _tiling(layout.span, pairs, max_block)
     n_tiles = triton.cdiv(layout.span, block * sub)
@@ -432,7 +433,8 @@ def launch(
 # CTAs per collective, read from the launch settings when each call runs (kernels/settings.py; the registry names
 # each built-in's): the probe's plain copies reach 90% of the link with 32 CTAs of loads or 12 of stores (h200x2,
 # run 17); with staging and hand-offs more help: 256 for push with 4096-element blocks, 128 with 16384-element
-# blocks (benchmarks/data/2026-11-30-kernels and -variants, sweeps at 64 MiB): PKROOF_CTAS_LOAD and PKROOF_CTAS_STORE
+# blocks (benchmarks/kernels/data/2026-11-30-first-kernels and -variants, sweeps at 64 MiB): PKROOF_CTAS_LOAD and
+# PKROOF_CTAS_STORE
 # 128. PKROOF_CTAS_TMA 128: the probe's plain TMA copy needs 16 CTAs for 90% of the link; the staged kernel, one box
 # in flight per CTA, kept getting faster up to 128 (64 MiB, 64 KiB boxes). PKROOF_CTAS_SPLIT 256: stagers and
 # consumers together.
@@ -470,7 +472,8 @@ def all_reduce_two_shot(x):
 
 
 # TMA pushes (ask for them with --impl): correct on GPUs, and slower than the SM pushes at 64 MiB with every box and
-# CTA count swept (all-gather 136 µs against 111; benchmarks/2026-11-30-ceilings-h200x2.md): each CTA waits for a
+# CTA count swept (all-gather 136 µs against 111; benchmarks/kernels/2026-11-30-ceilings-h200x2.md): each CTA waits for
+# a
 # bulk load before its bulk store. Chunks that are not 16-element multiples run padded (exchange), which TMA can
 # address too.
 all_reduce_tma = _collective(ALL_REDUCE, "PKROOF_CTAS_TMA", push=True, tma=True)

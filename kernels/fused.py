@@ -13,11 +13,11 @@ before returning, so tensors it used there cannot be recycled early.
   peer's inbox over NVLink (cuBLAS writing through the peer mapping), so the stores of one tile overlap the
   main loop of the next on the same SMs.
 - GEMM + all-reduce, inter-SM: kernels/inter_sm.py (a persistent Triton GEMM beside dedicated communication
-  CTAs; cuBLAS cannot be kept off SMs: it did not keep to torch's SM carve-out, benchmarks/carveout_check.py).
+  CTAs; cuBLAS cannot be kept off SMs: it did not keep to torch's SM carve-out, benchmarks/kernels/carveout_check.py).
 - GEMM + all-reduce, ce-overlap: for small outputs (one_shot()), one-shot: each row block of the partial
   product (one_shot_blocks()) is pushed whole to every peer by the copy engine while the next block is computed,
   then every rank sums the P partials (one exchange: it took 1.8-4.5 µs less than the two-shot at 16-512 KiB on 2xH200,
-  benchmarks/2026-11-30-fixed-costs-h200x2.md). Otherwise two-shot: GEMM + reduce-scatter as above, then
+  benchmarks/kernels/2026-11-30-fixed-costs-h200x2.md). Otherwise two-shot: GEMM + reduce-scatter as above, then
   pkroof's push all-gather of the reduced rows (a one-shot's P − 1 full copies per rank cost more link time).
 """
 
@@ -148,7 +148,7 @@ def one_shot_blocks(world: int) -> int:
     """Row blocks of the one-shot GEMM + all-reduce's pipeline: each block is pushed to every peer as soon as it is
     computed, one DMA per peer, and DMAs on the copy stream start one after another, each paying the copy engine's
     α (2.75-2.88 µs on 2xH200). Two blocks at 2 ranks (the second's GEMM runs behind the first's DMA; measured
-    there: benchmarks/2026-11-30-fixed-costs-h200x2.md). One beyond: a block costs P − 1 more DMAs, about 19 µs
+    there: benchmarks/kernels/2026-11-30-fixed-costs-h200x2.md). One beyond: a block costs P − 1 more DMAs, about 19 µs
     at 8 ranks, far more than the GEMMs of the outputs the one-shot path takes there (one_shot(): ≤ 97 KiB)."""
     return 2 if world == 2 else 1
 

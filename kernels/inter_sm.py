@@ -221,7 +221,7 @@ def reduce(staging, out, inbox_table, flag_table, my_flags, epochs, calls, unit_
     if bm is None or bn is None:
         tile = setting("PKROOF_INTER_SM_TILE")
         bm, bn = (tile[0] if bm is None else bm), (tile[1] if bn is None else bn)
-    # Swept on 2xH200 (benchmarks/2026-11-30-inter-sm-h200x2.md): communication CTAs of 32 warps
+    # Swept on 2xH200 (benchmarks/kernels/2026-11-30-inter-sm-h200x2.md): communication CTAs of 32 warps
     # (PKROOF_INTER_SM_WARPS; a communication CTA has its SM to itself) and 32768-element steps (PKROOF_INTER_SM_BLOCK;
     # 16-byte accesses) gave the best speed-ups over matmul + NCCL at llama3-8b-tp2 and llama3-70b-tp8. A CTA's step
     # waits for its loads before its stores go, so its rate is about a step per memory latency: 4096-element steps at
@@ -254,7 +254,7 @@ def gemm_all_reduce_inter_sm(a, b):
     # B's columns are read from L2 by G bands at once: at llama3-70b-tp8 on one H200, 8 made the GEMM alone 7-8%
     # faster on 124 CTAs, but the group's bands finish together, later, so communication starts later and the tail
     # after the GEMM grows; 1 stays the default until the fused kernel is timed on 2 GPUs
-    # (benchmarks/2026-12-01-tile-order.md).
+    # (benchmarks/kernels/2026-12-01-tile-order.md).
     group = setting("PKROOF_INTER_SM_GROUP")
     band_ready = ws.counter((*key, tile, "bands"), triton.cdiv(m, tile[0]))
     unit_seen = ws.counter((*key, tile, pieces, "units"), plan(m, pieces, tile[0])[1])

@@ -4,7 +4,7 @@ pushes): the data carries its own flag.
 collectives.py hands each tile over with a flag: every thread stores its data into the peer's inbox, then one
 thread raises the peer's flag with a system-scope release store, which may only go once the CTA's data stores are
 acknowledged across NVLink (a round trip), and the flag then travels one way. On 2xH200 a bare flag took 1.23 µs
-one way and a 4 KiB message with its flag 2.55 µs (benchmarks/2026-11-30-latency-h200x2.md): at small sizes the
+one way and a 4 KiB message with its flag 2.55 µs (benchmarks/probe/2026-11-30-latency-h200x2.md): at small sizes the
 hand-off, not the bytes, is the cost.
 
 Here every 4-byte word of data travels in an 8-byte line whose upper half is the call's flag, written by
@@ -95,7 +95,8 @@ def _ll_kernel(
     # Ranks emulated side by side on one GPU share this binary. Compiled apart (Triton specialises an argument
     # equal to 1, or a multiple of 16), rank 1's first launch compiled and loaded a module while rank 0's kernel
     # polled, and on the H200 all 6 concurrent cases then timed out or came back wrong: the load evidently waits
-    # for the running kernel, which waits for rank 1. With one binary they pass (benchmarks/2026-12-01-low-latency.md).
+    # for the running kernel, which waits for rank 1. With one binary they pass
+    # (benchmarks/kernels/2026-12-01-low-latency.md).
     cta = tl.program_id(0)
     call = tl.load(calls + cta)
     flag = (call + 1).to(tl.int64) << 32
@@ -302,7 +303,8 @@ all_to_all_ll = _ll("all-to-all")  # pkroof-all-to-all-ll
 
 
 # The tensor-parallel GEMMs, serial: cuBLAS, then an LL collective (or the all-gather first). For small shapes, where
-# the model prefers LL to any overlap: one wave of tiles leaves nothing to overlap (2026-12-01-ll-protocol.md).
+# the model prefers LL to any overlap: one wave of tiles leaves nothing to overlap
+# (benchmarks/kernels/2026-12-01-ll-protocol.md).
 def gemm_reduce_scatter_ll(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """This rank's rows of the sum over ranks of A·B (built-in `pkroof-gemm-rs-ll`)."""
     return _reported(gemm_reduce_scatter_ll, "reduce-scatter", a @ b).view(-1, b.shape[1])

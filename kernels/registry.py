@@ -37,6 +37,8 @@ class BuiltinImpl:
     algorithm: str | None = None
     auto: bool = True  # profiled beside the reference unasked; False: only when named with --impl
     auto_max_bytes: int | None = None  # unasked only up to this size (nccl-tests' convention); above, when named
+    in_place: bool = False  # the reference's collective in place: nccl-tests' in-place column beside its out-of-place
+    max_input_bytes: int | None = None  # a rank's input it refuses above (kernels/low_latency.py MAX_BYTES for LL)
 
     def __post_init__(self) -> None:
         if isinstance(self.comm_sms, str) and self.comm_sms not in SETTINGS:
@@ -72,7 +74,14 @@ def _impl(module: str, function: str, problems: set[str], family: str = "pkroof"
 
 
 _NCCL = {"mechanism": "nccl", "schedule": "serial"}
-_LL = {"mechanism": "sm-store", "schedule": "serial", "comm_sms": "PKROOF_CTAS_LL", "protocol": "ll"}
+_INPL = _NCCL | {"in_place": True}  # nccl-tests' in-place column
+_LL = {
+    "mechanism": "sm-store",
+    "schedule": "serial",
+    "comm_sms": "PKROOF_CTAS_LL",
+    "protocol": "ll",
+    "max_input_bytes": 64 << 20,  # kernels/low_latency.py MAX_BYTES (not imported: it needs triton)
+}
 _LL_AUTO = _LL | {"algorithm": "one-shot", "auto_max_bytes": 1 << 20}  # small messages only
 _PULL = {"mechanism": "sm-load", "schedule": "serial", "comm_sms": "PKROOF_CTAS_LOAD", "algorithm": "one-shot"}
 _PUSH = {"mechanism": "sm-store", "schedule": "serial", "comm_sms": "PKROOF_CTAS_STORE", "algorithm": "one-shot"}
@@ -84,9 +93,9 @@ ASK = {"auto": False}  # slower than a sibling on 2xH200, or for more ranks than
 
 BUILTIN_IMPLS: dict[str, BuiltinImpl] = {
     # NCCL without the copy the references make to leave their inputs alone (kernels/ecosystem.py)
-    "nccl-all-reduce-in-place": _impl("ecosystem", "nccl_all_reduce_in_place", {"all-reduce"}, "ecosystem", **_NCCL),
-    "nccl-broadcast-in-place": _impl("ecosystem", "nccl_broadcast_in_place", {"broadcast"}, "ecosystem", **_NCCL),
-    "nccl-reduce-in-place": _impl("ecosystem", "nccl_reduce_in_place", {"reduce"}, "ecosystem", **_NCCL),
+    "nccl-all-reduce-in-place": _impl("ecosystem", "nccl_all_reduce_in_place", {"all-reduce"}, "ecosystem", **_INPL),
+    "nccl-broadcast-in-place": _impl("ecosystem", "nccl_broadcast_in_place", {"broadcast"}, "ecosystem", **_INPL),
+    "nccl-reduce-in-place": _impl("ecosystem", "nccl_reduce_in_place", {"reduce"}, "ecosystem", **_INPL),
     "torch-symm-mem-one-shot": _impl("ecosystem", "symm_mem_one_shot_all_reduce", {"all-reduce"}, "ecosystem"),
     "torch-symm-mem-two-shot": _impl("ecosystem", "symm_mem_two_shot_all_reduce", {"all-reduce"}, "ecosystem"),
     "torch-fused-all-gather-matmul": _impl("ecosystem", "fused_all_gather_matmul", {"all-gather-gemm"}, "ecosystem"),

@@ -3,115 +3,293 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import signal
 import sys
+import unicodedata
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from pkroof import __version__
 from pkroof import show as _show
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
-topology_app = typer.Typer(no_args_is_help=True, help="Inspect a topology (a preset name or a JSON file).")
+# plain help (no rich panels): a flag reads `--json`, not `--json <bool>`
+HELP = "How fast could this multi-GPU kernel be on this node, how fast is it, and what should I change first?"
+app = typer.Typer(no_args_is_help=True, add_completion=False, help=HELP, rich_markup_mode=None)
+topology_app = typer.Typer(
+    no_args_is_help=True, rich_markup_mode=None, help="Inspect, refit, calibrate or import a topology."
+)
 app.add_typer(topology_app, name="topology")
 
-Topo = Annotated[str, typer.Option("--topology", "-t", help="preset name or topology JSON file")]
-Nodes = Annotated[int | None, typer.Option(help="join N such nodes by their NICs")]
-World = Annotated[int | None, typer.Option("--world-size", "-n", help="ranks (default: every GPU)")]
+
+def _version(value: bool) -> None:
+    if value:
+        _echo(f"pkroof {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="print pkroof's version and exit")
+    ] = False,
+) -> None:
+    """How fast could this multi-GPU kernel be on this node, how fast is it, and what should I change first?"""
+
+
+Topo = Annotated[
+    str | None,
+    typer.Option(
+        "--topology",
+        "-t",
+        metavar="NAME|FILE",
+        help="preset name or topology JSON file (default: $PKROOF_TOPOLOGY, else the topology `pkroof probe --save` "
+        "wrote, else hgx-h100-8)",
+    ),
+]
+Nodes = Annotated[int | None, typer.Option("--nodes", metavar="N", help="join N such nodes by their NICs")]
+Ranks = Annotated[
+    int | None,
+    typer.Option("--world-size", "-n", metavar="N", help="ranks (default: every GPU here, else 2 CPU ranks over gloo)"),
+]
+World = Annotated[
+    int | None, typer.Option("--world-size", "-n", metavar="N", help="ranks (default: every GPU of the topology)")
+]
 Size = Annotated[
-    str | None, typer.Option(help="collective size, nccl-tests convention: 4096, 64M (= 64MiB), 1GiB, 1GB (= 1e9)")
+    list[str] | None,
+    typer.Option(
+        "--size",
+        metavar="SIZE",
+        help="collective size, nccl-tests convention: 4096, 64M (= 64MiB), 1GiB, 1GB (= 1e9); repeat for several",
+    ),
+]
+MinBytes = Annotated[
+    str | None, typer.Option("--minbytes", "-b", metavar="SIZE", help="sweep: smallest size (as nccl-tests' -b)")
+]
+MaxBytes = Annotated[
+    str | None, typer.Option("--maxbytes", "-e", metavar="SIZE", help="sweep: largest size (as nccl-tests' -e)")
+]
+StepFactor = Annotated[
+    int | None,
+    typer.Option("--stepfactor", "-f", metavar="F", help="sweep: multiply the size by F each step (nccl-tests' -f)"),
+]
+StepBytes = Annotated[
+    str | None,
+    typer.Option("--stepbytes", "-i", metavar="SIZE", help="sweep without -f: add SIZE each step (nccl-tests' -i; 1M)"),
 ]
 Params = Annotated[
     list[str] | None,
     typer.Option(
         "--param",
         "-p",
-        help="shape parameter name=value, a positive integer (repeat); byte sizes (size, *_bytes) take units",
+        metavar="NAME=VALUE",
+        help="shape parameter, a positive integer (repeat); byte sizes (size, *_bytes) take units",
     ),
 ]
-Dtype = Annotated[str | None, typer.Option(help="fp8, bf16, fp16, tf32 or fp32 (default: bf16, a problem's own)")]
-AsJson = Annotated[bool, typer.Option("--json", help="one JSON object instead of text")]
-Problem = Annotated[str, typer.Argument(help="a suite problem (pkroof problems) or a problem file (path.py)")]
-Shape = Annotated[
-    str | None, typer.Option(help="a named shape of the problem (pkroof problems lists them), e.g. llama3-70b-tp8")
+Dtype = Annotated[
+    str | None,
+    typer.Option("--dtype", "-d", metavar="DTYPE", help="fp8, bf16, fp16, tf32 or fp32 (default: the problem's own)"),
 ]
+AsJson = Annotated[bool, typer.Option("--json", help="JSON instead of text (a list of objects for several sizes)")]
+Problem = Annotated[
+    str, typer.Argument(metavar="PROBLEM", help="a suite problem (pkroof problems) or a problem file (path.py)")
+]
+Shape = Annotated[
+    str | None,
+    typer.Option(
+        "--shape", metavar="NAME", help="a named shape of the problem (pkroof problems lists them), e.g. llama3-70b-tp8"
+    ),
+]
+AnalysisTimeout = Annotated[
+    float,
+    typer.Option(
+        "--timeout",
+        metavar="S",
+        help="seconds a problem file may take to import and build its workload (its own process)",
+    ),
+]
+
+
+_ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[PX^_][^\x1b]*(\x1b\\)?|[@-Z\\-_])")
+
+
+def printable(text: str) -> str:
+    """`text` as safe to print on a terminal: escape sequences (colours, cursor moves, titles, OSC 8 links) and
+    every other control or bidirectional-override character removed; newlines and tabs kept."""
+    text = _ESCAPES.sub("", str(text))
+    return "".join(
+        c for c in text if c in "\n\t" or not (unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co") or c == "\x7f")
+    )
+
+
+def _echo(message: object = "", *, err: bool = False, nl: bool = True) -> None:
+    """typer.echo of `message` made printable: what pkroof prints of a user's file or exception cannot drive the
+    terminal."""
+    typer.echo(printable(str(message)), err=err, nl=nl)
+
+
+def _finite(value: object) -> object:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def strict_json(data: object) -> str:
+    """`data` as strict JSON (RFC 8259): a number that is not finite (an unbounded rate, no time) is null."""
+    return json.dumps(_finite(data), indent=2, allow_nan=False)
 
 
 def _fail(message: str) -> None:
-    typer.echo(f"pkroof: {message}", err=True)
+    _echo(f"pkroof: {message}", err=True)
     raise typer.Exit(2)
 
 
-DEFAULT_TOPOLOGY = "hgx-h100-8"
+def _topology(topology: str | None) -> str:
+    from pkroof.topology.default import default_topology
+
+    return topology if topology is not None else default_topology()
 
 
-def _overrides(size: str | None, params: list[str] | None) -> dict[str, int]:
-    """--param pairs and --size as the problem's parameter overrides (size → size_bytes)."""
+def _overrides(size: int | None, params: list[str] | None) -> dict[str, int]:
+    """--param pairs and one --size as the problem's parameter overrides (size → size_bytes)."""
     from pkroof.kernels.catalogue import parse_params
-    from pkroof.rooflines.units import parse_size
 
     overrides = parse_params(params or [])
     if size is not None:
         if "size_bytes" in overrides:
             raise ValueError("give the size once: --size or --param size_bytes=..., not both")
-        overrides["size_bytes"] = parse_size(size)
+        overrides["size_bytes"] = size
     return overrides
 
 
-def _run(
+def _sizes(
+    size: list[str] | None,
+    minbytes: str | None,
+    maxbytes: str | None,
+    stepfactor: int | None,
+    stepbytes: str | None,
+) -> tuple[list[int] | None, bool]:
+    """(the sizes asked for, None for the problem's own; whether they are a -b/-e sweep). A sweep runs from -b to
+    -e as nccl-tests does (-f: times F each step, else plus -i bytes, 1M); a missing end is the other end.
+    --size may be repeated (each size once); it and a sweep do not mix."""
+    from pkroof.rooflines.units import parse_size, size_sweep
+
+    sweep = minbytes is not None or maxbytes is not None
+    if not sweep and (stepfactor is not None or stepbytes is not None):
+        raise ValueError("-f/--stepfactor and -i/--stepbytes step a sweep: give -b/--minbytes and -e/--maxbytes too")
+    if sweep and size:
+        raise ValueError("give sizes with --size or as a sweep with -b/-e, not both")
+    if sweep:
+        low, high = parse_size(minbytes or maxbytes), parse_size(maxbytes or minbytes)
+        step = parse_size(stepbytes) if stepbytes is not None else 1 << 20
+        return size_sweep(low, high, stepfactor=1 if stepfactor is None else stepfactor, stepbytes=step), True
+    if not size:
+        return None, False
+    sizes = [parse_size(s) for s in size]
+    twice = next((text for text, s in zip(size, sizes, strict=True) if sizes.count(s) > 1), None)
+    if twice is not None:
+        raise ValueError(f"--size {twice} is given twice (each size once; -b/-e/-f sweep sizes)")
+    return sizes, False
+
+
+def _analyses(
     problem: str,
-    topology: str,
+    topology: str | None,
     world_size: int | None,
     nodes: int | None,
-    size: str | None,
+    sizes: tuple[list[int] | None, bool],
     params: list[str] | None,
     dtype: str | None,
-    shape: str | None = None,
-):
-    """The one analysis of `problem` (profilers/analysis.py), or one line and exit 2."""
-    from pkroof.profilers.analysis import analyze
+    shape: str | None,
+    timeout: float,
+) -> list:
+    """The one analysis of `problem` (profilers/analysis.py; a user's file in a process stopped after `timeout`
+    seconds) at each size asked for (its own where none was), or one line and exit 2. In a -b/-e sweep a size that
+    does not split over the ranks is rounded down as nccl-tests does, and one that cannot be bounded (too small to
+    split, too large to fit) is skipped with a line on stderr."""
+    from pkroof.profilers.isolated import analyze_anywhere
+    from pkroof.topology import resolve
 
+    listed, sweep = sizes
     try:
-        return analyze(
-            problem,
-            topology=topology,
-            shape=shape,
-            params=_overrides(size, params),
-            world_size=world_size,
-            nodes=nodes,
-            dtype=dtype,
-        )
+        topo = resolve(_topology(topology), nodes=nodes)
+        out = []
+        for size in listed or [None]:
+            kwargs = dict(topology=topo, shape=shape, params=_overrides(size, params), world_size=world_size)
+            try:
+                out.append(analyze_anywhere(problem, timeout_s=timeout, **kwargs, dtype=dtype, round_size=sweep))
+            except ValueError as e:
+                if not sweep:
+                    raise
+                _echo(f"pkroof: skipped {size} B: {e}", err=True)
+        if not out:
+            raise ValueError("no size of the sweep could be bounded (each is named above)")
+        return out
     except ValueError as e:
         _fail(str(e))
+    except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM or SIGHUP while a problem file was analysed apart: stopped
+        _echo("pkroof: interrupted; the problem file's process was stopped", err=True)
+        raise typer.Exit(128 + getattr(e, "signum", signal.SIGINT)) from None
+
+
+def _json_out(objects: list) -> None:
+    """One object as strict JSON, or a list of them (a sweep: one per size)."""
+    _echo(strict_json(objects[0] if len(objects) == 1 else objects))
 
 
 @app.command()
 def probe(
-    out: Annotated[Path, typer.Option(help="topology file to write")] = Path("topology.json"),
-    quick: Annotated[bool, typer.Option(help="fewer sizes and samples (about 15 s)")] = False,
-    gpus: Annotated[str | None, typer.Option(help="GPU indices to use, e.g. 0,1 (default: all)")] = None,
-    name: Annotated[str | None, typer.Option(help="name of the topology (default: probe-HOST)")] = None,
-    allow_multicast: Annotated[bool, typer.Option(help="let NCCL use NVLink multicast (NVLS)")] = False,
+    out: Annotated[Path, typer.Option("--out", metavar="FILE", help="topology file to write")] = Path("topology.json"),
+    quick: Annotated[bool, typer.Option("--quick", help="fewer sizes and samples (about 15 s)")] = False,
+    gpus: Annotated[
+        str | None, typer.Option("--gpus", metavar="LIST", help="GPU indices to use, e.g. 0,1 (default: all)")
+    ] = None,
+    name: Annotated[
+        str | None, typer.Option("--name", metavar="NAME", help="name of the topology (default: probe-HOST)")
+    ] = None,
+    save: Annotated[
+        bool,
+        typer.Option("--save", help="also save it as this node's default topology (~/.config/pkroof/topology.json)"),
+    ] = False,
+    allow_multicast: Annotated[
+        bool, typer.Option("--allow-multicast", help="let NCCL use NVLink multicast (NVLS)")
+    ] = False,
 ) -> None:
-    """Discover this node through NVML and measure every transfer mechanism into a topology file."""
+    """Discover this node through NVML and measure it into a topology file: every transfer mechanism between its
+    GPUs, or on one GPU its memory, matmul rates and host link."""
     from pkroof.topology.probe import ProbeError, launched_by_torchrun
     from pkroof.topology.probe import probe as run_probe
 
     if name is not None and not name.strip():
         _fail("--name must not be empty")
     try:
-        run_probe(out=out, quick=quick, gpus=gpus, name=name, allow_multicast=allow_multicast)
+        written = run_probe(out=out, quick=quick, gpus=gpus, name=name, allow_multicast=allow_multicast)
+        if save and written is not None:
+            from pkroof.topology import dump
+            from pkroof.topology.default import saved_path
+
+            saved_path().parent.mkdir(parents=True, exist_ok=True)
+            dump(written, saved_path())
+            _echo(f"saved as this node's default topology: {saved_path()}", err=True)
         if launched_by_torchrun():  # one rank of many: skip NCCL teardown at exit, which can hang
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(0)
     except ProbeError as e:
-        typer.echo(f"pkroof: {e}", err=True)
+        _echo(f"pkroof: {e}", err=True)
         raise typer.Exit(1) from None
+    except OSError as e:  # --out or the saved default cannot be written
+        _fail(f"{e.filename or out}: {e.strerror or e}")
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (TerminatedError): the ranks were stopped
-        typer.echo("pkroof: interrupted; every probe rank was stopped", err=True)
+        _echo("pkroof: interrupted; every probe rank was stopped", err=True)
         raise typer.Exit(128 + getattr(e, "signum", signal.SIGINT)) from None
 
 
@@ -121,7 +299,7 @@ def problems() -> None:
     from pkroof.kernels.catalogue import suite
 
     try:
-        typer.echo(_show.problems_table(suite()))
+        _echo(_show.problems_table(suite()))
     except ValueError as e:
         _fail(str(e))
 
@@ -131,58 +309,106 @@ def impls() -> None:
     """List the built-in implementations the profiler runs beside the references (GPUs only), and their pairs."""
     from pkroof.kernels.registry import BUILTIN_IMPLS
 
-    typer.echo(_show.implementations_table(BUILTIN_IMPLS))
+    _echo(_show.implementations_table(BUILTIN_IMPLS))
 
 
 @app.command()
 def profile(
-    problem: Annotated[list[str], typer.Argument(help="suite problems or problem files")],
+    problem: Annotated[list[str], typer.Argument(metavar="PROBLEM...", help="suite problems or problem files")],
     impl: Annotated[
         list[str] | None,
-        typer.Option(help="implementation: a built-in name (pkroof impls) or path/to/file.py:function (repeat)"),
+        typer.Option(
+            "--impl",
+            metavar="NAME|FILE.py:FUNC",
+            help="implementation: a built-in name (pkroof impls) or path/to/file.py:function (repeat)",
+        ),
     ] = None,
-    world_size: World = None,
+    world_size: Ranks = None,
     shape: Shape = None,
     size: Size = None,
+    minbytes: MinBytes = None,
+    maxbytes: MaxBytes = None,
+    stepfactor: StepFactor = None,
+    stepbytes: StepBytes = None,
     param: Params = None,
-    out: Annotated[Path, typer.Option(help="folder for results.jsonl")] = Path("pkroof-results"),
-    timeout: Annotated[float, typer.Option(help="seconds before a hanging implementation is killed")] = 60.0,
-    resume: Annotated[bool, typer.Option(help="skip what results.jsonl already holds")] = False,
-    topology: Topo = "h200x2",
+    dtype: Dtype = None,
+    iters: Annotated[
+        int | None,
+        typer.Option("--iters", metavar="N", help="timed samples per implementation (default 20, as nccl-tests' -n)"),
+    ] = None,
+    warmup: Annotated[
+        int | None,
+        typer.Option("--warmup", "-w", metavar="N", help="untimed warm-up samples first (default: the timer's, 3)"),
+    ] = None,
+    rtol: Annotated[
+        float | None,
+        typer.Option("--rtol", metavar="R", help="relative tolerance of every floating output (default: by dtype)"),
+    ] = None,
+    atol: Annotated[
+        float | None,
+        typer.Option("--atol", metavar="A", help="absolute tolerance of every floating output (default: by dtype)"),
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", metavar="DIR", help="folder for results.jsonl")] = Path(
+        "pkroof-results"
+    ),
+    timeout: Annotated[
+        float, typer.Option("--timeout", metavar="S", help="seconds before a hanging implementation is killed")
+    ] = 60.0,
+    resume: Annotated[bool, typer.Option("--resume", help="skip what results.jsonl already holds")] = False,
+    topology: Topo = None,
 ) -> None:
-    """Check implementations against the reference on N ranks, time the correct ones, record fraction of roofline."""
+    """Check implementations against the reference on N ranks, time the correct ones, record them; print each with
+    its fraction of roofline, and collectives as nccl-tests does (time, algbw, busbw; out of place | in place)."""
     from pkroof.profilers.profile import profile as run_profile
 
     try:
-        overrides = _overrides(size, param)
+        sizes, sweep = _sizes(size, minbytes, maxbytes, stepfactor, stepbytes)
         run_profile(
             problem,
             impls=impl or [],
             world_size=world_size,
             shape=shape,
-            overrides=overrides,
+            overrides=_overrides(None, param),
+            sizes=sizes,
+            round_sizes=sweep,
+            dtype=dtype,
+            iters=iters,
+            warmup=warmup,
+            rtol=rtol,
+            atol=atol,
             out_dir=out,
             timeout_s=timeout,
             resume=resume,
-            topology=topology,
-            log=typer.echo,
+            topology=_topology(topology),
+            log=_echo,
         )
     except ValueError as e:
         _fail(str(e))
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (TerminatedError) while ranks ran: they were stopped
-        typer.echo(f"pkroof: stopped, and its ranks with it; what was measured is in {out / 'results.jsonl'}", err=True)
+        _echo(f"pkroof: stopped, and its ranks with it; what was measured is in {out / 'results.jsonl'}", err=True)
         raise typer.Exit(128 + getattr(e, "signum", signal.SIGINT)) from None
 
 
 @app.command()
 def report(
-    results: Annotated[list[Path] | None, typer.Argument(help="results.jsonl files written by pkroof profile")] = None,
-    topology: Annotated[
-        str | None, typer.Option("--topology", "-t", help="preset or topology file (default: the results' own, or all)")
+    results: Annotated[
+        list[Path] | None,
+        typer.Argument(metavar="[RESULTS.jsonl]...", help="results.jsonl files written by pkroof profile"),
     ] = None,
-    out: Annotated[Path, typer.Option(help="report folder (replaced whole)")] = Path("pkroof-report"),
-    fmt: Annotated[str, typer.Option("--format", help="html, csv, json or parquet")] = "html",
+    topology: Annotated[
+        str | None,
+        typer.Option(
+            "--topology", "-t", metavar="NAME|FILE", help="preset or topology file (default: the results' own, or all)"
+        ),
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", metavar="DIR", help="report folder (replaced whole)")] = Path(
+        "pkroof-report"
+    ),
+    fmt: Annotated[str, typer.Option("--format", metavar="FORMAT", help="html, csv, json or parquet")] = "html",
     run: Annotated[bool, typer.Option("--run", help="on a GPU node: probe, profile the suite, then report")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="let an export (csv, json, parquet) replace results.FORMAT in --out")
+    ] = False,
 ) -> None:
     """An HTML report: an index, a page per problem with its roofline, and the topology's page."""
     from pkroof.reports.job import main_job
@@ -193,32 +419,32 @@ def report(
         _fail(f"--format takes html, csv, json or parquet, got {fmt!r}")
     try:
         if run:
-            written = run_all(out, log=typer.echo)
+            written = run_all(out, log=_echo)
         elif not results and topology is None and fmt == "html":
-            written = main_job(out, log=typer.echo)
+            written = main_job(out, log=_echo)
         else:
-            written = run_report(results or [], topology=topology, out=out, fmt=fmt, log=typer.echo)
+            written = run_report(results or [], topology=topology, out=out, fmt=fmt, log=_echo, force=force)
     except ValueError as e:
         _fail(str(e))
     except RuntimeError as e:  # the probe's ProbeError: no GPU, no torch, a rank that failed
-        typer.echo(f"pkroof: {e}", err=True)
+        _echo(f"pkroof: {e}", err=True)
         raise typer.Exit(1) from None
     except OSError as e:  # a folder that cannot be written: permissions, a full disk
         _fail(f"{e.filename or out}: {e.strerror or e}")
-    typer.echo(f"wrote {len(written)} file{'' if len(written) == 1 else 's'} to {out}")
+    _echo(f"wrote {len(written)} file{'' if len(written) == 1 else 's'} to {out}")
 
 
 @app.command()
 def presets() -> None:
     """List the embedded topology presets."""
-    typer.echo(_show.presets_table())
+    _echo(_show.presets_table())
 
 
 @topology_app.command("show")
 def topology_show(
-    name: Annotated[str, typer.Argument(help="preset name or topology JSON file")],
+    name: Annotated[str, typer.Argument(metavar="NAME|FILE", help="preset name or topology JSON file")],
     nodes: Nodes = None,
-    as_json: AsJson = False,
+    as_json: Annotated[bool, typer.Option("--json", help="the topology file's JSON instead of text")] = False,
 ) -> None:
     """Print one topology: its GPUs, links, mechanisms, NICs and the source of every number."""
     from pkroof.topology import dumps, resolve
@@ -227,13 +453,15 @@ def topology_show(
         topo = resolve(name, nodes=nodes)
     except ValueError as e:
         _fail(str(e))
-    typer.echo(dumps(topo) if as_json else _show.topology_text(topo), nl=not as_json)
+    _echo(dumps(topo) if as_json else _show.topology_text(topo), nl=not as_json)
 
 
 @topology_app.command("refit")
 def topology_refit(
-    path: Annotated[Path, typer.Argument(help="a topology file written by pkroof probe")],
-    out: Annotated[Path | None, typer.Option(help="where to write (default: in place)")] = None,
+    path: Annotated[Path, typer.Argument(metavar="FILE", help="a topology file written by pkroof probe")],
+    out: Annotated[
+        Path | None, typer.Option("--out", metavar="FILE", help="where to write (default: in place)")
+    ] = None,
 ) -> None:
     """Re-derive a probed topology's fits and mechanisms from its recorded curves."""
     from pkroof.topology import dump, load
@@ -244,17 +472,25 @@ def topology_refit(
     except ValueError as e:
         _fail(str(e))
     dump(topology, out or path)
-    typer.echo(f"wrote {out or path}")
+    _echo(f"wrote {out or path}")
 
 
 @topology_app.command("calibrate")
 def topology_calibrate(
-    path: Annotated[Path, typer.Argument(help="a topology JSON file (written by pkroof probe, or a preset's)")],
-    results: Annotated[list[Path], typer.Argument(help="results.jsonl files of pkroof profile on that node")],
-    max_size: Annotated[str, typer.Option(help="use records moving at most this much (nccl-tests size)")] = "256KiB",
-    out: Annotated[Path | None, typer.Option(help="where to write (default: in place)")] = None,
+    path: Annotated[
+        Path, typer.Argument(metavar="FILE", help="a topology JSON file (written by pkroof probe, or a preset's)")
+    ],
+    results: Annotated[
+        list[Path], typer.Argument(metavar="RESULTS.jsonl...", help="results.jsonl files of pkroof profile there")
+    ],
+    max_size: Annotated[
+        str, typer.Option("--max-size", metavar="SIZE", help="use records moving at most this much (nccl-tests size)")
+    ] = "256KiB",
+    out: Annotated[
+        Path | None, typer.Option("--out", metavar="FILE", help="where to write (default: in place)")
+    ] = None,
     force: Annotated[
-        bool, typer.Option(help="use records whose environment names another topology than the file's")
+        bool, typer.Option("--force", help="use records whose environment names another topology than the file's")
     ] = False,
 ) -> None:
     """Set each mechanism's hand-off (handoff_s; ll_handoff_s for LL kernels), and fused kernels' fixed cost per
@@ -263,56 +499,112 @@ def topology_calibrate(
     from pkroof.rooflines.units import fmt_s, parse_size
 
     try:
-        found = calibrate(path, results, parse_size(max_size), max_size, out or path, typer.echo, force=force)
+        found = calibrate(path, results, parse_size(max_size), max_size, out or path, _echo, force=force)
     except ValueError as e:
         _fail(str(e))
     for h in found:
         what = "hand-off" if h.schedule == "serial" else f"fused {h.schedule} fixed cost"
-        typer.echo(f"{h.label}: {what} {fmt_s(h.seconds)} (median of {len(h.excesses_s)} records)")
-    typer.echo(f"wrote {out or path}")
+        _echo(f"{h.label}: {what} {fmt_s(h.seconds)} (median of {len(h.excesses_s)} records)")
+    _echo(f"wrote {out or path}")
+
+
+@topology_app.command("import")
+def topology_import(
+    base: Annotated[str, typer.Argument(metavar="BASE", help="the preset or topology file to calibrate")],
+    files: Annotated[
+        list[Path],
+        typer.Argument(metavar="FILE...", help="nccl-tests output (*_perf text) or nvbandwidth output (text, or -j)"),
+    ],
+    out: Annotated[Path, typer.Option("--out", metavar="FILE", help="the calibrated topology file to write")],
+    name: Annotated[
+        str | None, typer.Option("--name", metavar="NAME", help="its name (default: BASE's, with +imported)")
+    ] = None,
+) -> None:
+    """Calibrate a topology from runs you already have: NCCL's size regimes per collective from nccl-tests' output,
+    copy-engine and SM copy rates from nvbandwidth's; every number marked measured, its file as the source."""
+    from pkroof.topology import dump
+    from pkroof.topology.from_logs import import_runs
+
+    if name is not None and not name.strip():
+        _fail("--name must not be empty")
+    try:
+        topology, lines = import_runs(base, files, name=name)
+    except ValueError as e:
+        _fail(str(e))
+    for line in lines:
+        _echo(line)
+    try:
+        dump(topology, out)
+    except OSError as e:
+        _fail(f"{e.filename or out}: {e.strerror or e}")
+    _echo(f"wrote {out}")
 
 
 @app.command("bound")
 def bound_cmd(
     problem: Problem,
-    topology: Topo = DEFAULT_TOPOLOGY,
+    topology: Topo = None,
     world_size: World = None,
     nodes: Nodes = None,
     size: Size = None,
+    minbytes: MinBytes = None,
+    maxbytes: MaxBytes = None,
+    stepfactor: StepFactor = None,
+    stepbytes: StepBytes = None,
     param: Params = None,
     dtype: Dtype = None,
     shape: Shape = None,
     as_json: AsJson = False,
+    timeout: AnalysisTimeout = 120.0,
 ) -> None:
-    """The communication-aware roofline of a problem, with a prediction per (mechanism, schedule)."""
-    a = _run(problem, topology, world_size, nodes, size, param, dtype, shape).analysis
+    """The communication-aware roofline of a problem, with a prediction per (mechanism, schedule); a collective's
+    algbw and busbw as nccl-tests computes them. Several sizes (-b/-e/-f, or --size repeated): one row each."""
+    try:
+        sizes = _sizes(size, minbytes, maxbytes, stepfactor, stepbytes)
+    except ValueError as e:
+        _fail(str(e))
+    analyses = _analyses(problem, topology, world_size, nodes, sizes, param, dtype, shape, timeout)
     if as_json:
-        json.dump(a.to_dict(), sys.stdout, indent=2)
-        typer.echo()
+        _json_out([pa.analysis.to_dict() for pa in analyses])
+    elif len(analyses) > 1 or sizes[1]:
+        _echo(_show.sweep_text([pa.analysis for pa in analyses]))
     else:
-        typer.echo(_show.bound_text(a.bound, a.advice))
+        _echo(_show.bound_text(analyses[0].bound, analyses[0].advice))
 
 
 @app.command()
 def advise(
     problem: Problem,
-    topology: Topo = DEFAULT_TOPOLOGY,
+    topology: Topo = None,
     world_size: World = None,
     nodes: Nodes = None,
     size: Size = None,
+    minbytes: MinBytes = None,
+    maxbytes: MaxBytes = None,
+    stepfactor: StepFactor = None,
+    stepbytes: StepBytes = None,
     param: Params = None,
     dtype: Dtype = None,
     shape: Shape = None,
     as_json: AsJson = False,
+    timeout: AnalysisTimeout = 120.0,
 ) -> None:
-    """Which mechanism and schedule to build before hand-tuning, and why."""
-    pa = _run(problem, topology, world_size, nodes, size, param, dtype, shape)
-    a = pa.analysis
+    """Which mechanism and schedule to build before hand-tuning, and why. Several sizes: one row each."""
+    try:
+        sizes = _sizes(size, minbytes, maxbytes, stepfactor, stepbytes)
+    except ValueError as e:
+        _fail(str(e))
+    analyses = _analyses(problem, topology, world_size, nodes, sizes, param, dtype, shape, timeout)
     if as_json:
-        json.dump(a.to_dict()["recommendation"], sys.stdout, indent=2)
-        typer.echo()
+        many = len(analyses) > 1
+        _json_out([_show.recommendation(pa.analysis, with_size=many) for pa in analyses])
+    elif len(analyses) > 1 or sizes[1]:
+        _echo(_show.advice_sweep_text([pa.analysis for pa in analyses]))
     else:
-        typer.echo(_show.advice_text(a.bound, a.advice))
-        kernels = _show.builtin_kernels_text(pa.problem.name, a.advice)
+        pa = analyses[0]
+        _echo(_show.advice_text(pa.bound, pa.advice))
+        name = pa.problem.name if pa.problem else Path(problem).stem.replace("_", "-")  # a file analysed apart
+        comm_bytes = sum(op.size_bytes for op in pa.analysis.workload.comm)
+        kernels = _show.builtin_kernels_text(name, pa.advice, comm_bytes) if pa.advice else ""
         if kernels:
-            typer.echo("\n" + kernels)
+            _echo("\n" + kernels)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pkroof.rooflines import Advice, Bound, Mechanism
+from pkroof.rooflines import DTYPE_BYTES, Advice, Bound, Mechanism, Schedule, bus_bandwidth_factor
+from pkroof.rooflines.analysis import Analysis
+from pkroof.rooflines.export import bandwidths, recommendation_to_dict
 from pkroof.rooflines.mechanisms import label
 from pkroof.rooflines.units import fmt_Bps, fmt_bytes, fmt_clock, fmt_flops, fmt_s
 from pkroof.topology import PRESETS, ScaleUp, Topology, preset
@@ -34,7 +36,12 @@ def presets_table() -> str:
 
 
 def _tag(t: Topology, path: str) -> str:
-    return "measured" if t.basis(path) == "measured" else "nominal"
+    return t.basis(path)  # "measured", "carried" (measured on another machine) or "nominal"
+
+
+def _cite(v) -> str:
+    """The cite, then where to read it, when and with what (where the source says)."""
+    return "; ".join(x for x in (v.cite, v.url, v.date, v.software) if x)
 
 
 def _switches(s: ScaleUp) -> str:
@@ -43,8 +50,19 @@ def _switches(s: ScaleUp) -> str:
     return f"{s.switches_per_node} switch chips" if s.switches_per_node else "switch count hidden by NVML"
 
 
+def _scaleup_line(t: Topology) -> str:
+    s = t.scaleup
+    if s.kind == "none":
+        return f"  scale-up: {s.generation}: no peer, so no communication is modelled"
+    return (
+        f"  scale-up: {s.kind}, {s.generation}, {s.links_per_gpu} links x {fmt_Bps(s.link_bandwidth_Bps)} = "
+        f"{fmt_Bps(s.total_bandwidth_Bps)} per GPU per direction, {_switches(s)}, "
+        f"multicast (NVLS) {'yes' if s.multicast else 'no'} [{_tag(t, 'scaleup.link_bandwidth_Bps')}]"
+    )
+
+
 def topology_text(t: Topology) -> str:
-    g, s = t.gpu, t.scaleup
+    g = t.gpu
     lines = [
         f"{t.name}: {t.description}",
         f"  {t.nodes} node(s) x {t.gpus_per_node} {g.name} ({g.arch}, {g.sm_count} SMs, "
@@ -55,16 +73,18 @@ def topology_text(t: Topology) -> str:
         + f" [{_tag(t, 'gpu.peak_flops')}]",
         *(
             [
-                "  under continuous load (predictions of ops of 2 ms or more): "
+                (
+                    "  measured matmul rates (predictions of every op; the roof keeps the peak): "
+                    if g.burst_flops and dict(g.burst_flops) == dict(g.sustained_flops)
+                    else "  under continuous load (predictions of ops of 2 ms or more): "
+                )
                 + ", ".join(f"{k} {fmt_flops(v)}{fmt_clock(t.matmul_clock(k))}" for k, v in g.sustained_flops.items())
                 + f" [{_tag(t, 'gpu.sustained_flops')}]"
             ]
             if g.sustained_flops
             else []
         ),
-        f"  scale-up: {s.kind}, {s.generation}, {s.links_per_gpu} links x {fmt_Bps(s.link_bandwidth_Bps)} = "
-        f"{fmt_Bps(s.total_bandwidth_Bps)} per GPU per direction, {_switches(s)}, "
-        f"multicast (NVLS) {'yes' if s.multicast else 'no'} [{_tag(t, 'scaleup.link_bandwidth_Bps')}]",
+        _scaleup_line(t),
     ]
     if t.nic:
         n = t.nic
@@ -124,24 +144,55 @@ def topology_text(t: Topology) -> str:
     fused = [f"{name} {s} {fmt_s(v)}" for name, m in t.mechanisms.items() for s, v in sorted(m.overlap_s.items())]
     if fused:
         lines.append("  fixed cost of a fused kernel per call, beyond the model's terms: " + ", ".join(fused))
+    host = t.probe.ceilings if t.probe is not None else {}
+    if "host_to_device_Bps" in host or "host_to_device_ce_Bps" in host:
+        to_gpu = host.get("host_to_device_Bps", host.get("host_to_device_ce_Bps"))
+        back = host.get("device_to_host_Bps", host.get("device_to_host_ce_Bps"))
+        lines.append(
+            f"  host link (pinned memory, copy engine; not used by the model): to the GPU {fmt_Bps(to_gpu)}"
+            + (f", back {fmt_Bps(back)}" if back else "")
+            + " [measured]"
+        )
     if t.probe is not None and t.probe.health:  # what `pkroof report` shows too: numbers from a degraded node
         lines += ["", f"health flags the probe saw ({len(t.probe.health)}; numbers measured on a degraded node "
                       "understate a healthy one):"] + [f"  {line}" for line in t.probe.health]  # fmt: skip
-    lines += ["", "sources:"] + [f"  {k} ({v.basis}): {v.cite}" for k, v in t.sources.items()]
+    lines += ["", "sources:"] + [f"  {k} ({v.basis}): {_cite(v)}" for k, v in t.sources.items()]
     return "\n".join(lines)
 
 
+def _bandwidths(b: Bound, t_s: float) -> str:
+    """ "algbw 275 GB/s, busbw 481 GB/s" at `t_s` for a workload that is one collective (nccl-tests' columns)."""
+    bw = bandwidths(b.workload, t_s)
+    if bw["algbw_Bps"] is None:
+        return ""
+    return f"algbw {fmt_Bps(bw['algbw_Bps'])}, busbw {fmt_Bps(bw['busbw_Bps'])}"
+
+
 def _terms(b: Bound) -> str:
-    return (
+    rates = _bandwidths(b, b.t_roof_s)
+    lines = [
         f"t_roof {fmt_s(b.t_roof_s)} ({b.limiter}-bound) = max(compute {fmt_s(b.t_compute_s)}, "
-        f"hbm {fmt_s(b.t_hbm_s)}, link {fmt_s(b.t_link_s)}) + latency {fmt_s(b.t_latency_s)}\n"
-        f"  link: {fmt_bytes(b.link_bytes_per_rank)} per rank at {fmt_Bps(b.link_bandwidth_Bps)} ({b.link_tier}); "
-        f"compute at {fmt_flops(b.peak_flops)}"
-    )
+        f"hbm {fmt_s(b.t_hbm_s)}, link {fmt_s(b.t_link_s)}) + latency {fmt_s(b.t_latency_s)}"
+        + (f"; at the roof {rates}" if rates else ""),
+        (
+            f"  link: {fmt_bytes(b.link_bytes_per_rank)} per rank at {fmt_Bps(b.link_bandwidth_Bps)} ({b.link_tier}); "
+            if b.workload.comm
+            else "  nothing communicated; "
+        )
+        + f"compute at {fmt_flops(b.peak_flops)}",
+    ]
+    if b.busiest:  # ranks differ: each term is its busiest rank's
+        lines.append("  busiest rank: " + ", ".join(f"{term} {rank}" for term, rank in b.busiest.items()))
+    if b.workload.uncounted:
+        lines.append("  not counted (no formula for): " + ", ".join(b.workload.uncounted))
+    return "\n".join(lines)
 
 
-def _algorithms(names: tuple[str, ...]) -> str:
-    """One per comm op, runs of the same collapsed: ("one-shot",) * 14 → "one-shot ×14"."""
+def _algorithms(names: tuple[str, ...], protocols: tuple[str, ...] = ()) -> str:
+    """One per comm op, runs of the same collapsed: ("one-shot",) * 14 → "one-shot ×14"; NCCL's with the protocol it
+    assumes ("nvls/simple")."""
+    if protocols:
+        names = tuple(f"{a}/{p}" for a, p in zip(names, protocols, strict=True))
     runs: list[list] = []
     for name in names:
         if runs and runs[-1][0] == name:
@@ -151,52 +202,130 @@ def _algorithms(names: tuple[str, ...]) -> str:
     return ",".join(name if n == 1 else f"{name} ×{n}" for name, n in runs)
 
 
-def _predictions(b: Bound) -> str:
-    rows = [
-        [
-            p.label,
-            p.schedule.value,
-            str(p.comm_sms),
-            fmt_s(p.t_s),
-            f"{b.t_roof_s / p.t_s:.0%}",
-            _algorithms(p.algorithms),
-        ]
-        for p in b.predictions
-    ]
-    return _table(["mechanism", "schedule", "comm SMs", "predicted", "of roof", "algorithm"], rows)
+def _gbps(value: float | None) -> str:
+    return "-" if value is None else f"{value / 1e9:.1f}"
+
+
+def _predictions(b: Bound, limit: int | None = None) -> str:
+    collective = b.workload.sole_collective is not None
+    rows = []
+    for p in b.predictions[:limit]:
+        row = [p.label, p.schedule.value, str(p.comm_sms), fmt_s(p.t_s), f"{b.t_roof_s / p.t_s:.0%}"]
+        if collective:
+            bw = bandwidths(b.workload, p.t_s)
+            row += [_gbps(bw["algbw_Bps"]), _gbps(bw["busbw_Bps"])]
+        rows.append([*row, _algorithms(p.algorithms, p.protocols if p.mechanism.value == "nccl" else ())])
+    header = ["mechanism", "schedule", "comm SMs", "predicted", "of roof"]
+    header += ["algbw GB/s", "busbw GB/s"] if collective else []
+    return _table([*header, "algorithm"], rows)
 
 
 def _header(b: Bound) -> str:
     w = b.workload
     shape = ", ".join(f"{k}={fmt_bytes(v) if k == 'size' else f'{v:g}'}" for k, v in w.params.items())
-    return f"{w.name} ({shape}, {w.dtype}) on {b.system.name}, {b.system.world_size} ranks"
+    ranks = b.system.world_size
+    return f"{w.name} ({shape}, {w.dtype}) on {b.system.name}, {ranks} rank{'s' * (ranks > 1)}"
 
 
-def bound_text(b: Bound, advice: Advice) -> str:
-    return "\n".join([_header(b), _terms(b), "", _predictions(b), "", f"advice: {advice.reason}"])
+def _why(advice: Advice | None) -> str:
+    """The advice's reason, its lines indented under "why: "."""
+    if advice is None:
+        return "why: nothing to communicate, and no peer to do it with: the roof is compute and HBM alone"
+    first, *rest = advice.reason.splitlines()
+    return "\n".join([f"why: {first}", *(f"     {line}" for line in rest)])
 
 
-def advice_text(b: Bound, advice: Advice) -> str:
+def bound_text(b: Bound, advice: Advice | None) -> str:
+    parts = [_header(b), _terms(b)]
+    if b.predictions:
+        parts += ["", _predictions(b)]
+    return "\n".join([*parts, "", _why(advice)])
+
+
+def advice_text(b: Bound, advice: Advice | None) -> str:
+    if advice is None:
+        return "\n".join([_header(b), "nothing to advise", "", _why(advice), "", _terms(b)])
     best = advice.best
     head = f"build {best.label} + {best.schedule.value}"
     if best.comm_sms:
         head += f" ({best.comm_sms} comm SMs)"
     head += f": predicted {fmt_s(best.t_s)}, {b.t_roof_s / best.t_s:.0%} of the roofline"
     if advice.baseline:
-        head += f", {advice.headroom:.2f}x over PyTorch + NCCL ({fmt_s(advice.baseline.t_s)})"
-    top = [[p.label, p.schedule.value, str(p.comm_sms), fmt_s(p.t_s)] for p in b.predictions[:6]]
-    return "\n".join(
-        [
-            _header(b),
-            head,
-            "",
-            f"why: {advice.reason}",
-            "",
-            _terms(b),
-            "",
-            _table(["mechanism", "schedule", "comm SMs", "predicted"], top),
-        ]
-    )
+        head += f", {advice.headroom:.2f}x over NCCL's default ({advice.baseline_pair}, {fmt_s(advice.baseline.t_s)})"
+    return "\n".join([_header(b), head, "", _why(advice), "", _terms(b), "", _predictions(b, 6)])
+
+
+def recommendation(a: Analysis, *, with_size: bool = False) -> dict | None:
+    """`advise --json`'s object for one analysis; with its size (`size_bytes`) where several are printed."""
+    rec = recommendation_to_dict(a.advice)
+    if not with_size or rec is None:
+        return rec
+    return {"size_bytes": sum(op.size_bytes for op in a.workload.comm), **rec}
+
+
+def _sweep_head(a: Analysis) -> str:
+    b = a.bound
+    op = b.workload.sole_collective
+    line = f"# {b.workload.name} ({b.workload.dtype}) on {b.system.name}, {b.system.world_size} ranks"
+    if op is not None:
+        factor = bus_bandwidth_factor(op.kind, op.group_size)
+        line += f"; algbw = size / time, busbw = algbw × {factor:.4g} (nccl-tests' factor for {op.kind.value})"
+    return line
+
+
+def _us(t: float | None) -> str:
+    return "-" if t is None else f"{t * 1e6:.2f}"
+
+
+def _at(w, t: float | None) -> list[str]:
+    """time (µs), algbw and busbw (GB/s) at `t`, as nccl-tests prints a row's three numbers."""
+    bw = bandwidths(w, t)
+    return [_us(t), _gbps(bw["algbw_Bps"]), _gbps(bw["busbw_Bps"])]
+
+
+SWEEP_HEADER = (
+    ["size", "count", "type", "t_roof", "algbw", "busbw", "limiter", "best pair", "time", "algbw", "busbw"],
+    ["(B)", "(elements)", "", "(us)", "(GB/s)", "(GB/s)", "", "", "(us)", "(GB/s)", "(GB/s)"],
+)
+_LEFT = (2, 6, 7)  # text columns: type, limiter, pair
+
+
+def sweep_text(analyses: list[Analysis]) -> str:
+    """Several sizes of one problem, one row each, in nccl-tests' layout: size, count, type, then the roof's time,
+    algbw and busbw and its limiter, the best prediction's, and NCCL's (serial)."""
+    rows = []
+    for a in analyses:
+        b, w = a.bound, a.workload
+        size = sum(op.size_bytes for op in w.comm)
+        best = b.predictions[0] if b.predictions else None
+        nccl = b.prediction(Mechanism.NCCL, Schedule.SERIAL)
+        pair = f"{best.label} + {best.schedule.value}" if best else "-"
+        head = [f"{size:.0f}", f"{size / DTYPE_BYTES[w.dtype]:.0f}", w.dtype, *_at(w, b.t_roof_s), b.limiter, pair]
+        rows.append([*head, *_at(w, best.t_s if best else None), *_at(w, nccl.t_s if nccl else None)])
+    header = [SWEEP_HEADER[0] + ["nccl time", "algbw", "busbw"], SWEEP_HEADER[1] + ["(us)", "(GB/s)", "(GB/s)"]]
+    widths = [max(len(r[i]) for r in [*header, *rows]) for i in range(len(header[0]))]
+    lines = [_sweep_head(analyses[0])]
+    for i, row in enumerate([*header, *rows]):
+        cells = [c.ljust(w) if j in _LEFT else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths, strict=True))]
+        lines.append(("# " if i < 2 else "  ") + "  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def advice_sweep_text(analyses: list[Analysis]) -> str:
+    """Several sizes: per size the recommended pair, its prediction, its headroom over NCCL and its first reason."""
+    rows = []
+    for a in analyses:
+        size = sum(op.size_bytes for op in a.workload.comm)
+        adv = a.advice
+        if adv is None:
+            rows.append([fmt_bytes(size), "-", "-", "-", "nothing to communicate"])
+            continue
+        pair = f"{adv.best.label} + {adv.best.schedule.value}"
+        headroom = f"{adv.headroom:.2f}x" if adv.headroom else "-"
+        why = adv.reason.splitlines()[0].split(": ", 1)[-1]
+        rows.append([fmt_bytes(size), pair, fmt_s(adv.best.t_s), headroom, why])
+    head = _sweep_head(analyses[0]).removeprefix("# ").split(";")[0]
+    return head + "\n" + _table(["size", "build", "predicted", "x NCCL", "why (first line)"], rows)
 
 
 def _param(name: str, value: object) -> str:
@@ -237,8 +366,9 @@ def implementations_table(registry: dict) -> str:
     return _table(["implementation", "problems", "from", "runs", "declares"], rows)
 
 
-def builtin_kernels_text(problem: str, advice: Advice) -> str:
-    """The built-in implementations of `problem` that can be profiled now, the recommended pair's marked."""
+def builtin_kernels_text(problem: str, advice: Advice, comm_bytes: float | None = None) -> str:
+    """The built-in implementations of `problem` that can be profiled now, the recommended pair's marked; those
+    meant for smaller messages than `comm_bytes` (nccl-tests' size convention) say up to which size."""
     from pkroof.kernels.registry import BUILTIN_IMPLS
 
     best = (advice.best.label, advice.best.schedule.value)
@@ -250,6 +380,10 @@ def builtin_kernels_text(problem: str, advice: Advice) -> str:
         said = f"{_mechanism(pair)} + {pair['schedule']}" if pair else impl.family
         runs_best = pair and pair.get("algorithm") in (None, *advice.best.algorithms)  # one-shot LL, not two-shot
         mark = "  <- the recommended pair" if runs_best and (_mechanism(pair), pair["schedule"]) == best else ""
+        if comm_bytes is not None and impl.max_input_bytes is not None and comm_bytes > impl.max_input_bytes:
+            mark += f"  (refuses a rank's input over {fmt_bytes(impl.max_input_bytes)})"
+        elif comm_bytes is not None and impl.auto_max_bytes is not None and comm_bytes > impl.auto_max_bytes:
+            mark += f"  (meant for messages up to {fmt_bytes(impl.auto_max_bytes)})"
         lines.append(f"  {name:34} {said}{mark}")
     if not lines:
         return ""

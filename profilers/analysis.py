@@ -8,12 +8,14 @@ or on CPU ranks where it needs values); a sweep only ever traces on meta tensors
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pkroof.kernels.catalogue import Problem, ProblemError, guarded
+from pkroof.kernels.catalogue import Problem, ProblemError, check_workload, guarded, refuse_to_run
 from pkroof.kernels.catalogue import load as load_problem
 from pkroof.rooflines import (
     DTYPE_BYTES,
@@ -55,6 +57,7 @@ def _hand_written(problem: Problem, world_size: int, params: dict[str, Any], dty
     w = guarded(problem, "workload", lambda: problem.workload(world_size, params, dtype))
     if not isinstance(w, Workload):
         raise ProblemError(f"{problem.path}: workload() returned {type(w).__name__}, not a pkroof.rooflines.Workload")
+    check_workload(w, f"{problem.path}: workload()")
     return w
 
 
@@ -70,24 +73,50 @@ def workload_of(
 ) -> Workload:
     """The problem's hand-written workload if it has one, else the one traced from its reference; in `dtype` where
     given (a hand-written workload that takes `dtype` gets it, else the trace casts the inputs). `cpu_ranks`
-    False: a reference that needs values is a NeedsDataError instead of a trace on CPU ranks."""
+    False: a reference that needs values is a NeedsDataError instead of a trace on CPU ranks. What the problem's own
+    code prints goes to stderr: stdout is pkroof's (`bound --json`)."""
+    with contextlib.redirect_stdout(sys.stderr):
+        return _workload_of(problem, world_size, params, dtype, cpu_ranks)
+
+
+def _workload_of(
+    problem: Problem, world_size: int, params: dict[str, Any], dtype: str | None, cpu_ranks: bool
+) -> Workload:
     _check_dtype(dtype)
     if problem.has_workload and (dtype is None or problem.workload_takes_dtype):
+        refuse_to_run(problem.path)
         return _hand_written(problem, world_size, params, dtype)
-    if not has_torch():
-        raise _torch_missing(problem)
+    from . import trace_cache
+
+    how = "trace" if cpu_ranks else "meta"
+    if not has_torch():  # the suite's traces ship with the package, in their own dtype; the rest needs torch
+        found = trace_cache.shipped(trace_cache.key(problem, world_size, params, None, "meta", any_torch=True))
+        if found is None or dtype not in (None, found.dtype):
+            raise _torch_missing(problem)
+        return found
+
+    name = trace_cache.key(problem, world_size, params, dtype, how)
+    hit = trace_cache.get(name)
+    if hit is not None:  # traced before, same file bytes, shape, ranks, dtype, torch and tracer: no torch import
+        trace_cache.collect(trace_cache.key(problem, world_size, params, dtype, "meta", any_torch=True), hit)
+        return hit
+    refuse_to_run(problem.path)  # a miss: tracing runs the file
     from .trace import NEEDS_DATA, input_dtype, trace, trace_on_meta
 
     if dtype is not None and dtype == input_dtype(problem, world_size, params):
         dtype = None
     if problem.has_workload and dtype is None:
         return _hand_written(problem, world_size, params, None)
-    if cpu_ranks:
-        return trace(problem, world_size, params, dtype=dtype)
     try:
-        return trace_on_meta(problem, world_size, params, dtype=dtype)
+        if cpu_ranks:
+            traced = trace(problem, world_size, params, dtype=dtype)
+        else:
+            traced = trace_on_meta(problem, world_size, params, dtype=dtype)
     except NEEDS_DATA as e:
         raise NeedsDataError(f"{problem.name}: its reference needs data to trace ({type(e).__name__})") from None
+    trace_cache.put(name, traced)
+    trace_cache.collect(trace_cache.key(problem, world_size, params, dtype, "meta", any_torch=True), traced)
+    return traced
 
 
 def _sized(problem: Problem, world_size: int, params: dict[str, Any], dtype: str | None, **kw: Any) -> Workload:
@@ -111,11 +140,8 @@ def _sweep(problem: Problem, params: dict[str, Any], world_size: int, dtype: str
         variants = [params | {"size_bytes": s} for s in SWEEP_SIZES]
     else:
         variants = [problem.params(name) for name in problem.shapes]
-    can_trace = has_torch()
     out = []
     for p in variants:
-        if not (problem.has_workload or can_trace):
-            continue
         try:
             out.append(_sized(problem, world_size, p, dtype, cpu_ranks=False))
         except ValueError:  # a shape that does not divide by this world size, or one that needs data: off the chart

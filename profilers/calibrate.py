@@ -121,7 +121,7 @@ def fused_excesses(
     records: Iterable[dict[str, Any]], topology: Topology, max_bytes: int
 ) -> list[tuple[dict[str, Any], float]]:
     """Each usable fused record with its excess over `topology`'s model without fused kernels' fixed costs: what
-    overlaps() takes the median of, per record (benchmarks/fused_excess.py shows their spread over shapes)."""
+    overlaps() takes the median of, per record (benchmarks/model/fused_excess.py shows their spread over shapes)."""
     return _excesses(records, _without(topology, {"overlap_s": {}}), max_bytes, fused=True)
 
 
@@ -149,6 +149,7 @@ def with_handoffs(topology: Topology, found: list[Handoff], source: str, cite: s
             spec = dataclasses.replace(spec, overlap_s=overlap, sources=spec.sources | {"overlap_s": source})
         mechanisms[h.mechanism] = spec
     records = (topology.gpu, topology.scaleup, topology.nic, *mechanisms.values())
+    records += tuple(m.tuning for m in mechanisms.values() if m.tuning is not None)  # NCCL's cited tuning
     used = {s for r in records if r is not None for s in r.sources.values()}
     every = topology.sources | {source: Source("measured", cite)}
     return dataclasses.replace(topology, mechanisms=mechanisms, sources={k: v for k, v in every.items() if k in used})

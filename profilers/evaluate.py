@@ -17,6 +17,7 @@ from typing import Any
 
 from pkroof.kernels.catalogue import Problem, is_suite_problem, load
 from pkroof.rooflines import Workload
+from pkroof.rooflines.export import bandwidths
 from pkroof.rooflines.workload import workload_from_dict
 from pkroof.topology import Topology
 
@@ -28,20 +29,41 @@ DERIVED = (
     "t_roof_s",
     "fraction_of_roofline",
     "achieved_link_Bps",
+    "algbw_Bps",
+    "busbw_Bps",
     "speedup_vs_reference",
     "predicted_s",
     "prediction_error",
 )
 
 
+def _current(problem: Problem, record: dict[str, Any], stored: Workload | None) -> Workload | None:
+    """A suite record's workload as this pkroof counts it, where the record measured the file as it is now (same
+    bytes): its hand-written workload (None: the catalogue builds it) or the trace shipped for that shape and world
+    size, in the record's dtype; the record's stored trace otherwise (an older file's, or a shape none ships)."""
+    from . import trace_cache
+
+    if stored is None or record.get("problem_sha256") not in (None, problem.sha256):
+        return stored
+    if problem.has_workload and (record.get("dtype") in (None, stored.dtype) or problem.workload_takes_dtype):
+        return None
+    params, world = record.get("params") or {}, record.get("world_size")
+    shipped = trace_cache.shipped(trace_cache.key(problem, world, params, None, "meta", any_torch=True))
+    return shipped if shipped is not None and shipped.dtype == stored.dtype else stored
+
+
 def record_workload(record: dict[str, Any]) -> tuple[Problem | None, Workload | None]:
-    """(the suite problem, the record's stored workload): either may be None, not both; a ValueError of one line
-    where the record's workload can be rebuilt neither from the catalogue nor from itself."""
+    """(the suite problem, the workload to bound the record by: a suite problem's as this pkroof counts it where it
+    can (_current), else the record's stored one): either may be None, not both; a ValueError of one line where the
+    record's workload can be rebuilt neither from the catalogue nor from itself."""
     name = record["problem"]
+    if isinstance(record.get("unbounded"), str) and record.get("workload") is None and not is_suite_problem(name):
+        raise ValueError(f"it could not be bounded when it was profiled: {record['unbounded']}")
     stored = record.get("workload")
     workload = workload_from_dict(stored) if stored is not None else None
     if is_suite_problem(name):
-        return load(name), workload
+        problem = load(name)
+        return problem, _current(problem, record, workload)
     if workload is None:
         raise ValueError(
             f"{name} is a problem file; pkroof never runs a file named in a results file, and this record carries no "
@@ -70,6 +92,8 @@ def derive(record: dict[str, Any], pa: ProblemAnalysis, reference_s: float | Non
     if median is not None:
         out["fraction_of_roofline"] = b.t_roof_s / median if gpu else None
         out["achieved_link_Bps"] = b.link_bytes_per_rank / median if (gpu and b.link_bytes_per_rank) else None
+        if gpu:  # nccl-tests' algbw and busbw, where the problem is one collective and nothing else
+            out |= bandwidths(b.workload, median)
         out["speedup_vs_reference"] = reference_s / median if reference_s and record["impl"] != "reference" else None
     if record.get("mechanism") and record.get("schedule"):
         try:
@@ -95,6 +119,7 @@ class Evaluation:
     records: list[dict[str, Any]] = field(default_factory=list)
     analyses: dict[Group, ProblemAnalysis] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # one line per group left out, and why
+    superseded: int = 0  # records measured again later: only the latest of each is kept
 
 
 def latest(records: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
@@ -120,11 +145,11 @@ def evaluate(
     kept, dropped = latest(records)
     if dropped:
         log(f"{dropped} record{'s' * (dropped > 1)} measured again later: the latest of each is the one shown")
-    out = Evaluation()
+    out = Evaluation(superseded=dropped)
     groups: dict[Group, list[dict[str, Any]]] = {}
     for r in kept:
         groups.setdefault(group_of(r), []).append(r)
-    references: dict[Group, float | None] = {}
+    references: dict[Group, dict[str, Any] | None] = {}
     for g, members in groups.items():
         problem, shape, _, world = g
         first = members[0]
@@ -146,7 +171,14 @@ def evaluate(
             log(line)
             continue
         out.analyses[g] = pa
-        reference = next((r for r in members if r["impl"] == "reference"), None)
-        references[g] = _median(reference) if reference else None
-    out.records = [derive(r, out.analyses[g], references[g]) if (g := group_of(r)) in out.analyses else r for r in kept]
+        references[g] = next((r for r in members if r["impl"] == "reference"), None)
+
+    def reference_s(r: dict[str, Any], g: Group) -> float | None:
+        """The group's reference time, where it ran on the same backend (a CPU time is no yardstick for a GPU's)."""
+        ref = references[g]
+        return _median(ref) if ref is not None and on_gpus(ref) == on_gpus(r) else None
+
+    out.records = [
+        derive(r, out.analyses[g], reference_s(r, g)) if (g := group_of(r)) in out.analyses else r for r in kept
+    ]
     return out

@@ -2,25 +2,31 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
+import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pkroof.kernels.catalogue import Problem, load
+from pkroof.kernels.catalogue import Problem, ProblemError, check_path, is_file, is_suite_problem, load
+from pkroof.rooflines import DTYPE_BYTES, bus_bandwidth_factor
 from pkroof.rooflines.units import fmt_bytes, fmt_s
 from pkroof.rooflines.workload import workload_to_dict
+from pkroof.runtime.launch import phase, run_isolated
 from pkroof.topology import Topology, dumps, resolve
 
 from . import records
-from .analysis import ProblemAnalysis, analyze
+from .analysis import NeedsDataError, ProblemAnalysis, analyze, has_torch
 from .evaluate import derive
-from .run import Job, finish, resolve_impl, run_job
+from .isolated import PRELOAD
+from .run import Job, check_builtin, check_impl_spec, finish, resolve_impl, run_job
 
 REFERENCE_PAIR = {"mechanism": "nccl", "schedule": "serial"}  # PyTorch + torch.distributed: compute, then NCCL
 HEADER = (
-    f"{'problem':26} {'shape':20} {'impl':33} {'size':>10} {'status':9} {'time':>10} {'link GB/s':>9} "
+    f"{'problem':26} {'shape':20} {'impl':33} {'size':>10} {'status':9} {'time':>10} {'algbw':>7} {'busbw':>7} "
     f"{'t_roof':>10} {'roof':>5} {'vs ref':>6} {'SM MHz':>6}"
 )
 
@@ -33,7 +39,7 @@ def devices() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def declared_pair(problem: Problem, impl: str) -> dict[str, Any] | None:
+def declared_pair(problem: Problem | None, impl: str) -> dict[str, Any] | None:
     """The pair an implementation declares: the reference is NCCL, serial; a built-in's is in the registry (no
     import); a user's function says it with @declare (its file is imported: the user named it)."""
     from pkroof.kernels.declare import declared
@@ -43,6 +49,7 @@ def declared_pair(problem: Problem, impl: str) -> dict[str, Any] | None:
         return REFERENCE_PAIR
     if impl in BUILTIN_IMPLS:
         return BUILTIN_IMPLS[impl].pair
+    assert problem is not None, "a user's implementation is resolved against its problem"
     return declared(resolve_impl(problem, impl))
 
 
@@ -70,18 +77,26 @@ def topology_ref(topo: Topology) -> dict[str, str]:
     return {"name": topo.name, "sha256": hashlib.sha256(dumps(topo).encode()).hexdigest()}
 
 
-def _problem_fields(problem: Problem, pa: ProblemAnalysis) -> dict[str, Any]:
+def _problem_fields(problem: Problem, pa: ProblemAnalysis | None, unbounded: str | None) -> dict[str, Any]:
     """What a record says of its problem beyond name, shape and params: the file's hash, the dtype bounded, and
-    the workload where the catalogue cannot rebuild it without torch or without running a file (traced)."""
-    out: dict[str, Any] = {"problem_sha256": problem.sha256, "dtype": pa.analysis.workload.dtype}
+    the workload where the catalogue cannot rebuild it without torch or without running a file (traced); or, for a
+    problem that could not be bounded, why."""
+    out: dict[str, Any] = {"problem_sha256": problem.sha256}
+    if pa is None:
+        return out | {"unbounded": unbounded}
+    out["dtype"] = pa.analysis.workload.dtype
     if not (problem.suite and problem.has_workload):
         out["workload"] = workload_to_dict(pa.analysis.workload)
     return out
 
 
+def _gbps(rate: float | None) -> str:
+    return f"{rate / 1e9:.2f}" if rate else "-"
+
+
 def _row(r: dict[str, Any]) -> str:
     median = r.get("median_s")
-    link = r.get("achieved_link_Bps")
+    algbw, busbw = r.get("algbw_Bps"), r.get("busbw_Bps")  # GB/s, nccl-tests' columns (one collective alone)
     roof = r.get("fraction_of_roofline")
     speed = r.get("speedup_vs_reference")
     clock = r.get("sm_clock_mhz")  # the slowest rank's median SM clock during the samples
@@ -91,10 +106,138 @@ def _row(r: dict[str, Any]) -> str:
     return (
         f"{problem[:26]:26} {r['shape'][:20]:20} {impl[:33]:33} {fmt_bytes(size) if size else '-':>10} "
         f"{r['status']:9} "
-        f"{fmt_s(median) if median else '-':>10} {f'{link / 1e9:.1f}' if link else '-':>9} "
-        f"{fmt_s(r['t_roof_s']):>10} {f'{roof:.0%}' if roof else '-':>5} {f'{speed:.2f}x' if speed else '-':>6} "
+        f"{fmt_s(median) if median else '-':>10} {_gbps(algbw):>7} {_gbps(busbw):>7} "
+        f"{fmt_s(r['t_roof_s']) if r.get('t_roof_s') else '-':>10} {f'{roof:.0%}' if roof else '-':>5} "
+        f"{f'{speed:.2f}x' if speed else '-':>6} "
         f"{f'{clock:.0f}' if clock else '-':>6}"
     )
+
+
+def canonical_problem(name: str) -> str:
+    """A problem file by its resolved path (two spellings of one file are one problem); a suite name as it is."""
+    return os.path.realpath(name) if is_file(name) and not is_suite_problem(name) else name
+
+
+def canonical_impl(spec: str) -> str:
+    """'path/to/file.py:function' with the file's resolved path (two spellings are one implementation)."""
+    path, sep, name = spec.rpartition(":")
+    return f"{os.path.realpath(path)}:{name}" if sep and path.endswith(".py") else spec
+
+
+def user_code(name: str, impls: list[str]) -> bool:
+    """Whether preparing `name` with `impls` imports or runs a user's file (a problem file, an implementation)."""
+    return (is_file(name) and not is_suite_problem(name)) or bool(impls)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One problem at one size: its analysis, or None and why where it cannot be bounded (checked and timed all
+    the same, without a roof)."""
+
+    analysis: ProblemAnalysis | None  # its `problem` is None where it was prepared in another process
+    shape: str
+    params: dict[str, Any]
+    fields: dict[str, Any]  # _problem_fields
+    unbounded: str | None = None
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A problem ready to profile: what the parent needs of it, which can come back from another process."""
+
+    name: str  # as records name it: a suite name or a problem file's resolved path
+    problem_name: str
+    runs: tuple[Run, ...]  # one per size asked for (the shape's own where none was)
+    pairs: dict[str, dict[str, Any] | None]  # each given implementation's declared pair
+    notes: tuple[str, ...] = ()  # lines for the parent to print (a problem that cannot be bounded)
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What to prepare of every problem: the shape, parameters, sizes and dtype asked for, on `world` ranks."""
+
+    shape: str | None
+    overrides: dict[str, Any]
+    world: int
+    topo: Topology
+    sizes: list[int] | None = None
+    round_sizes: bool = False  # a -b/-e sweep: sizes rounded down to split over the ranks
+    dtype: str | None = None
+
+
+def _run(problem: Problem, ask: Ask, size: int | None, notes: list[str]) -> Run:
+    """The problem's analysis at `size` (its shape's own where None), in the asked dtype. A dtype other than the
+    problem's own is part of the shape's label ("small dtype=fp16"), so its records stay apart. A shape that does
+    not fit the topology's GPUs or a bad parameter is a ValueError; a problem whose own code cannot be traced, or
+    whose workload needs its inputs' values, is run unbounded."""
+    params = ask.overrides if size is None else ask.overrides | {"size_bytes": size}
+    problem.check_size(params)
+    kw = dict(topology=ask.topo, shape=ask.shape, params=params, world_size=ask.world, round_size=ask.round_sizes)
+    try:
+        pa = analyze(problem, **kw, dtype=ask.dtype)
+        if ask.dtype is not None and analyze(problem, **kw).analysis.workload.dtype != ask.dtype:
+            pa = dataclasses.replace(pa, shape=f"{pa.shape} dtype={ask.dtype}")
+    except (ProblemError, NeedsDataError) as e:
+        if isinstance(e, ProblemError):  # its trace failed; its implementations can still run
+            notes.append(f"{problem.name}: no bound ({e}); checked and timed all the same")
+        label = problem.shape_label(ask.shape, params) + (f" dtype={ask.dtype}" if ask.dtype else "")
+        return Run(None, label, problem.params(ask.shape, params), _problem_fields(problem, None, str(e)), str(e))
+    return Run(pa, pa.shape, pa.params, _problem_fields(problem, pa, None))
+
+
+def prepare(name: str, impls: list[str], ask: Ask) -> Prepared:
+    """Load the problem, import every implementation, build the workloads (hand-written, or traced): everything of
+    a problem that runs its file's code before the ranks start. Bad names, files and shapes are a ValueError,
+    naming files as given; the Prepared names them by their resolved paths."""
+    phase(f"importing {name}")
+    problem = load(name)
+    problem.check_size(ask.overrides)
+    for impl in impls:
+        phase(f"importing {impl}")
+        resolve_impl(problem, impl)
+    phase("building the workload (the file's workload(), or tracing its reference)")
+    notes: list[str] = []
+    runs = tuple(_run(problem, ask, size, notes) for size in ask.sizes or [None])
+    pairs = {canonical_impl(impl): declared_pair(problem, impl) for impl in impls}
+    return Prepared(canonical_problem(name), problem.name, runs, pairs, tuple(notes))
+
+
+def _detached(run: Run) -> Run:
+    return (
+        run
+        if run.analysis is None
+        else dataclasses.replace(run, analysis=dataclasses.replace(run.analysis, problem=None))
+    )
+
+
+def prepare_isolated(name: str, impls: list[str], ask: Ask) -> Prepared:
+    """prepare() in a process of its own when a user's file is involved, stopped at the deadline (pkroof's own
+    suite problems load here): its analyses come back without their modules."""
+    prepared = prepare(name, impls, ask)
+    return dataclasses.replace(prepared, runs=tuple(_detached(r) for r in prepared.runs))
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """A ValueError, before anything runs, unless `out_dir` can hold results.jsonl: a folder or nothing yet."""
+    for folder in (out_dir, *out_dir.parents):
+        if folder.exists() and not folder.is_dir():
+            raise ValueError(f"--out {out_dir}: {folder} exists and is not a folder (--out names a folder)")
+    results = out_dir / "results.jsonl"
+    if results.exists() and not results.is_file():
+        raise ValueError(f"--out {out_dir}: {results} exists and is not a file")
+
+
+def _reusable(existing: list[dict[str, Any]], topo: Topology, log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """The records --resume may skip: those measured against this very topology (name and file hash)."""
+    here = topology_ref(topo)
+    same = [r for r in existing if r.get("topology") == here]
+    others = len(existing) - len(same)
+    if others:
+        log(
+            f"{others} recorded result{'s were' if others > 1 else ' was'} measured against another topology than "
+            f"{topo.name} (or another version of its file): measured again, not reused"
+        )
+    return same
 
 
 def profile(
@@ -109,62 +252,185 @@ def profile(
     resume: bool,
     topology: str,
     log: Callable[[str], None] = print,
+    sizes: list[int] | None = None,
+    round_sizes: bool = False,
+    dtype: str | None = None,
+    iters: int | None = None,
+    warmup: int | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
 ) -> list[dict[str, Any]]:
+    """Check and time every implementation of every problem at each of `sizes` (collectives; None: the shape's own,
+    `round_sizes`: rounded down to split over the ranks, as a -b/-e sweep is); `dtype` casts the inputs; `iters`
+    and `warmup` override the timing function's samples. Returns the records written by this call, as written:
+    measurements only (profilers/evaluate.py gives them the model's fields)."""
     if not (0 < timeout_s < math.inf):
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout_s:g}")
+    if not has_torch():
+        raise ValueError(
+            "profile runs the reference and the implementations on ranks, which needs torch: pip install torch"
+        )
+    if iters is not None and iters < 1:
+        raise ValueError(f"--iters must be at least 1, got {iters}")
+    if warmup is not None and warmup < 0:
+        raise ValueError(f"--warmup must not be negative, got {warmup}")
+    for flag, tol in (("--rtol", rtol), ("--atol", atol)):
+        if tol is not None and not 0 <= tol < math.inf:
+            raise ValueError(f"{flag} must be a finite number at least 0, got {tol:g}")
     gpus = devices()
     backend = "nccl" if gpus >= max(2, world_size or 2) else "gloo"
     world = world_size if world_size is not None else (gpus if backend == "nccl" else 2)
     if world < 2:
         raise ValueError(f"world size must be at least 2, got {world}")
+    check_out_dir(out_dir)
     topo = resolve(topology)
     topo.system(world)  # a world larger than the topology's GPUs is refused here
-    loaded = [load(name) for name in problems]  # every bad name, file or shape is reported before anything runs
-    for problem in loaded:
-        problem.check_size(overrides)
-        for impl in impls:
-            resolve_impl(problem, impl)
-    analyses = [analyze(p, topology=topo, shape=shape, params=overrides, world_size=world) for p in loaded]
     from pkroof.kernels.registry import BUILTIN_IMPLS
+
+    # two spellings of one file are one problem, or one implementation: the first spelling is the one messages use
+    problems = list({canonical_problem(p): p for p in reversed(problems)}.values())[::-1]
+    given = list({canonical_impl(i): i for i in reversed(impls)}.values())[::-1]
+    impls = [canonical_impl(i) for i in given]
+    user_impls = [i for i in given if i != "reference" and i not in BUILTIN_IMPLS]
+    ask = Ask(shape, overrides, world, topo, sizes, round_sizes, dtype)
+    prepared: list[Prepared] = []  # every bad name, file or shape is reported before anything runs
+    for name in problems:
+        args = (name, user_impls, ask)
+        if is_file(name) and not is_suite_problem(name):
+            check_path(Path(name))  # no such file, or not a .py file: said at once, before any process starts
+        for impl in user_impls:
+            check_impl_spec(impl)
+        if user_code(name, user_impls):  # a user's file runs: under the deadline, in a process of its own
+            what = f"preparing {Path(name).name if is_file(name) else name}"
+            prepared.append(run_isolated(prepare_isolated, args, timeout_s=timeout_s, what=what, preload=PRELOAD))
+        else:
+            prepared.append(prepare(*args))
+        for note in prepared[-1].notes:
+            log(note)
+        for impl in given:
+            if impl not in user_impls:
+                check_builtin(prepared[-1].problem_name, impl)  # the reference or a built-in: pkroof's own code
 
     path = out_dir / "results.jsonl"
     existing, unreadable = records.read(path) if resume else ([], [])
     for line in unreadable:
         log(line)
-    done = {records.key(r): r for r in existing}
+    done = {records.key(r): r for r in _reusable(existing, topo, log)}
     if backend == "gloo":
         log(f"no {world} GPUs here: {world} CPU ranks over gloo check correctness; their times are CPU times")
+    log(f"topology: {topo.name}")
+    if backend == "nccl":
+        _say_other_gpu(topo, log)
     log(HEADER)
-    written = []
-    for problem, name, pa in zip(loaded, problems, analyses, strict=True):
-        reference_s = None
-        comm_bytes = sum(op.size_bytes for op in pa.analysis.workload.comm)  # nccl-tests' size convention
-        peers = automatic_peers(problem.name, backend, log, comm_bytes)
-        chosen = [i for i in impls if i != "reference" and not (backend == "gloo" and i in BUILTIN_IMPLS)]
-        if backend == "gloo" and any(i in BUILTIN_IMPLS for i in impls):
-            log("the built-in GPU implementations need GPUs: skipped on CPU ranks")
-        for impl in ["reference", *dict.fromkeys(chosen + peers)]:
-            job = Job(name, pa.shape, pa.params, impl, world, backend)
-            key = records.key(
-                {"problem": name, "shape": job.shape, "params": pa.params, "impl": impl, "world_size": world}
-            )
-            if key in done:
-                log(f"{_row(derive(done[key], pa, reference_s))}  (recorded)")
+    shown: list[dict[str, Any]] = []  # what was printed: the records with the model's fields
+    written: list[dict[str, Any]] = []
+    for prep in prepared:
+        for run in prep.runs:
+            name, pa = prep.name, run.analysis
+            reference_s = None
+            # nccl-tests' size convention; unbounded, the size is unknown: no size-limited kernel runs unasked
+            comm_bytes = sum(op.size_bytes for op in pa.analysis.workload.comm) if pa else math.inf
+            peers = automatic_peers(prep.problem_name, backend, log, comm_bytes)
+            chosen = [i for i in impls if i != "reference" and not (backend == "gloo" and i in BUILTIN_IMPLS)]
+            if backend == "gloo" and any(i in BUILTIN_IMPLS for i in impls):
+                log("the built-in GPU implementations need GPUs: skipped on CPU ranks")
+            for impl in ["reference", *dict.fromkeys(chosen + peers)]:
+                job = Job(
+                name, run.shape, run.params, impl, world, backend,
+                dtype=dtype, iters=iters, warmup=warmup, rtol=rtol, atol=atol,
+            )  # fmt: skip
+                key = records.key(
+                    {"problem": name, "shape": job.shape, "params": run.params, "impl": impl, "world_size": world}
+                )
+                if key in done:
+                    row = derive(done[key], pa, reference_s) if pa else done[key]
+                    log(f"{_row(row)}  (recorded)")
+                    shown.append(row)
+                    if impl == "reference":
+                        reference_s = done[key].get("median_s")
+                    continue
+                result = run_job(job, timeout_s)
+                pair = prep.pairs[impl] if impl in prep.pairs else declared_pair(None, impl)
+                used = result.pop("comm_sms_used", None)  # what the implementation took at this shape, if it says
+                if pair:
+                    result |= {k: v for k, v in pair.items() if k != "comm_sms"}
+                    result["comm_sms"] = pair.get("comm_sms") if used is None else used
+                result |= run.fields | {"topology": topology_ref(topo)}
+                record = finish(result, backend=backend)
+                records.append(path, record)
+                written.append(record)
+                row = derive(record, pa, reference_s) if pa else record
+                shown.append(row)
+                log(_row(row) + (f"  {record['message']}" if record.get("message") else ""))
                 if impl == "reference":
-                    reference_s = done[key].get("median_s")
-                continue
-            result = run_job(job, timeout_s)
-            pair = declared_pair(problem, impl)
-            used = result.pop("comm_sms_used", None)  # what the implementation took at this shape, if it says
-            if pair:
-                result |= {k: v for k, v in pair.items() if k != "comm_sms"}
-                result["comm_sms"] = pair.get("comm_sms") if used is None else used
-            result |= _problem_fields(problem, pa) | {"topology": topology_ref(topo)}
-            record = finish(result, backend=backend)
-            records.append(path, record)
-            written.append(record)
-            shown = derive(record, pa, reference_s)
-            log(_row(shown) + (f"  {record['message']}" if record.get("message") else ""))
-            if impl == "reference":
-                reference_s = record.get("median_s")
+                    reference_s = record.get("median_s")
+            last = run is prep.runs[-1]
+            if last and pa and pa.analysis.workload.sole_collective is not None:
+                table = nccl_tests_table([r for r in shown if r["problem"] == name], pa, backend)
+                if table:
+                    log(table)
     return written
+
+
+def _say_other_gpu(topo: Topology, log: Callable[[str], None]) -> None:
+    """A line where this node's GPUs are not the topology's (NVML's name against the topology's, exactly): its
+    roofline is then another machine's."""
+    from pkroof.runtime.nvml import NA, Device, Nvml
+
+    name = Nvml().query("nvmlDeviceGetName", Device(0))
+    if not isinstance(name, NA) and str(name) != topo.gpu.name:
+        log(
+            f"note: this node's GPUs are {name}, {topo.name} describes {topo.gpu.name}: the roofline is that "
+            "machine's (pkroof probe --save makes this node's topology the default)"
+        )
+
+
+def _in_place_impls() -> set[str]:
+    from pkroof.kernels.registry import BUILTIN_IMPLS
+
+    return {name for name, impl in BUILTIN_IMPLS.items() if impl.in_place}
+
+
+def _columns(r: dict[str, Any] | None) -> str:
+    """time (µs), algbw, busbw (GB/s), #wrong of one record, as nccl-tests prints them; blanks where not timed."""
+    if r is None:
+        return f"{'':>7}  {'':>6}  {'':>6}  {'N/A':>6}"
+    if r["status"] != "correct":
+        return f"{'-':>7}  {'-':>6}  {'-':>6}  {r['status']:>6}"
+    bw = (r.get("algbw_Bps"), r.get("busbw_Bps"))
+    gbps = [f"{v / 1e9:6.2f}" if v else f"{'-':>6}" for v in bw]
+    return f"{r['median_s'] * 1e6:7.2f}  {gbps[0]}  {gbps[1]}  {0:>6}"
+
+
+def nccl_tests_table(rows: list[dict[str, Any]], pa: ProblemAnalysis, backend: str) -> str:
+    """A collective's reference (out of place) beside NCCL in place, per size, in nccl-tests' layout:
+    `size count type redop root | time algbw busbw #wrong | time algbw busbw #wrong`. Empty without a reference."""
+    op = pa.analysis.workload.sole_collective
+    by_size: dict[float, dict[str, dict[str, Any]]] = {}
+    in_place = _in_place_impls()
+    for r in rows:
+        if r["impl"] == "reference" or r["impl"] in in_place:
+            by_size.setdefault(r.get("comm_bytes") or 0.0, {})["in" if r["impl"] in in_place else "out"] = r
+    if not any("out" in v for v in by_size.values()):
+        return ""
+    dtype = pa.analysis.workload.dtype
+    element = DTYPE_BYTES[dtype]
+    redop = "sum" if op.reduction else "none"
+    root = 0 if op.kind.value in ("broadcast", "reduce", "gather", "scatter") else -1
+    factor = bus_bandwidth_factor(op.kind, op.group_size)
+    where = "CPU ranks over gloo: CPU times, no algbw or busbw" if backend == "gloo" else f"{op.group_size} GPUs"
+    lines = [
+        f"# {pa.problem.name if pa.problem else op.kind.value}, {where}: out of place = the reference, in place = "
+        f"NCCL in place where pkroof has it; busbw = algbw × {factor:.4g} (nccl-tests' factor)",
+        f"# {'':>10}  {'':>12}  {'':>8}  {'':>6}  {'':>6}           out-of-place                       in-place",
+        f"# {'size':>10}  {'count':>12}  {'type':>8}  {'redop':>6}  {'root':>6}  {'time':>7}  {'algbw':>6}  "
+        f"{'busbw':>6}  {'#wrong':>6}  {'time':>7}  {'algbw':>6}  {'busbw':>6}  {'#wrong':>6}",
+        f"# {'(B)':>10}  {'(elements)':>12}  {'':>8}  {'':>6}  {'':>6}  {'(us)':>7}  {'(GB/s)':>6}  {'(GB/s)':>6}  "
+        f"{'':>6}  {'(us)':>7}  {'(GB/s)':>6}  {'(GB/s)':>6}",
+    ]
+    for size, pair in sorted(by_size.items()):
+        lines.append(
+            f"  {size:10.0f}  {size / element:12.0f}  {dtype:>8}  {redop:>6}  {root:>6}  "
+            f"{_columns(pair.get('out'))}  {_columns(pair.get('in'))}"
+        )
+    return "\n".join(lines)

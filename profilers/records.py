@@ -12,7 +12,9 @@ are read: profilers/evaluate.py), so records never go stale when the model chang
                   protocol, algorithm: the pair it declares (the reference: NCCL, serial)
     status        correct, incorrect, timeout or crashed; message (and traceback) say why
     timing        every sample (seconds per call), how they were taken; median_s, p10_s, p90_s, min_s of them;
-                  max_abs_error of the checks; sm_clock_mhz, power_capped: the GPU while the samples ran
+                  max_abs_error of the checks and of every timed sample's outputs; sm_clock_mhz, power_capped: the
+                  GPU while the samples ran; rtol/atol where --rtol/--atol replaced the dtype's tolerance;
+                  judged_by_oracle where outputs were right only as close as the reference to its widened rerun
     environment   host, python, torch, CUDA, NCCL, driver, GPU, triton, PKROOF_* settings, the command
     date          UTC, ISO 8601
     workload      the traced Workload (rooflines/workload.py's dict) where the catalogue cannot rebuild it
@@ -143,9 +145,40 @@ def _parse(line: str) -> dict[str, Any]:
     if not isinstance(record["params"], dict):
         raise ValueError("params is not an object")
     world = record["world_size"]
-    if isinstance(world, bool) or not isinstance(world, int) or world < 1:
+    if isinstance(world, bool) or not isinstance(world, int) or not 1 <= world <= MAX_RANKS:
         raise ValueError(f"world_size {world!r} is not a number of ranks")
+    _check_times(record)
     return upgrade(record)
+
+
+MAX_RANKS = 1 << 20
+MAX_SECONDS = 1e6  # a time per call beyond 11 days is no measurement
+
+
+def _seconds(field: str, value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_SECONDS:
+        raise ValueError(f"{field} {value!r} is not a time in seconds (0 to {MAX_SECONDS:g})")
+
+
+def _check_times(record: dict[str, Any]) -> None:
+    """Every time a record holds is a number of seconds within physical range: a negative, an absurd or a non-number
+    time is a record not to use (NaN and Infinity were refused by the parser already)."""
+    for field in ("median_s", "p10_s", "p90_s", "min_s"):
+        _seconds(field, record.get(field))
+    error = record.get("max_abs_error")
+    if error is not None and (isinstance(error, bool) or not isinstance(error, (int, float)) or error < 0):
+        raise ValueError(f"max_abs_error {error!r} is not a size of error")
+    timing = record.get("timing")
+    if timing is not None:
+        if not isinstance(timing, dict):
+            raise ValueError("timing is not an object")
+        samples = timing.get("samples_s", [])
+        if not isinstance(samples, list):
+            raise ValueError("timing.samples_s is not a list")
+        for i, value in enumerate(samples):
+            _seconds(f"timing.samples_s[{i}]", value)
 
 
 def read(path: Path) -> tuple[list[dict[str, Any]], list[str]]:

@@ -22,6 +22,7 @@
     categories    {problem name: category}
     problems_meta {problem name: {"doc": one-line docstring, "source": file, "command": the command that ran it}}
     left_out      {problem name: why it has no page} (analytic reports: a shape that does not divide, ...)
+    superseded    how many records a later run of the same (problem, shape, implementation, ranks) replaced
 
 Advice is only ever shown beside the shape and world size it was computed for.
 Every key is optional: a page shows "—" for what it was not given. A problem gets a page when it has records
@@ -33,10 +34,12 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
+import os
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +75,8 @@ def _pages(
     left_out: Mapping[str, str] | None = None,
     others: Mapping[str, str] | None = None,
     assets: str = "",
+    superseded: int = 0,
+    log: Callable[[str], None] = lambda line: None,
 ) -> list[Path]:
     """Every page of one topology's report into `out` (plotly.min.js is `assets` away, written by the caller)."""
     table = frames.records_frame(records)
@@ -89,8 +94,10 @@ def _pages(
             left_out=left_out,
             others=others,
             assets=assets,
+            superseded=superseded,
         )
     }
+    log(f"{topology.name}: writing {len(pages) + 2} pages")
     for name, page in pages.items():
         written[page] = html.problem_page(
             name,
@@ -129,8 +136,11 @@ def write_report(
     problems_meta: Mapping[str, Any],
     left_out: Mapping[str, str] | None = None,
     others: Mapping[str, Mapping[str, Any]] | None = None,
+    superseded: int = 0,
+    log: Callable[[str], None] = lambda line: None,
 ) -> list[Path]:
     """Build the report in a temporary sibling folder, then swap it in: a reader sees the old one or the new one.
+    `log` hears a line per machine as its pages are written.
 
     `others` maps another machine's name to the same keyword arguments for its own report (usually analytic:
     no records), written under presets/<name>/ and linked from the index.
@@ -138,6 +148,8 @@ def write_report(
     An existing `out_dir` is replaced whole, but only if it is empty or a report this function wrote.
     """
     out_dir = Path(out_dir)
+    if out_dir.is_symlink():  # a link to a report: the report it points to is replaced, the link stays as it is
+        out_dir = Path(os.path.realpath(out_dir))
     check_out(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     new = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
@@ -152,12 +164,14 @@ def write_report(
             problems_meta=problems_meta,
             left_out=left_out,
             others=links,
+            superseded=superseded,
+            log=log,
         )
         (new / "plotly.min.js").write_text(plotly.offline.get_plotlyjs(), encoding="utf-8")
         names.append(Path("plotly.min.js"))
         for name, sub in (others or {}).items():  # analytic reports of other machines, sharing plotly.min.js
             folder = Path("presets") / slug(name)
-            names += [folder / n for n in _pages(new / folder, **sub, assets="../../")]
+            names += [folder / n for n in _pages(new / folder, **sub, assets="../../", log=log)]
         (new / MARKER).write_text("pkroof report\n")
         new.chmod(0o755)  # mkdtemp makes it 0700
     except BaseException:
@@ -177,31 +191,64 @@ def write_report(
     return [out_dir / name for name in names]
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet reads a cell starting so as a formula
+
+
+def neutralised(value: Any) -> Any:
+    """A text cell that a spreadsheet would run as a formula, made inert with a leading apostrophe (OWASP's advice
+    against CSV injection); numbers and every other cell as they are."""
+    return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
+
+
 def export(records: pd.DataFrame, path: Path, fmt: str) -> Path:
-    """Write a records_frame as csv, json (a list of row objects) or parquet (needs pyarrow)."""
+    """Write a records_frame as csv (formula-like text cells neutralised), json (a list of row objects, strict
+    JSON: a number that is not finite is null) or parquet (needs pyarrow)."""
     if fmt not in EXPORTS:
         raise ValueError(f"export format must be one of {', '.join(EXPORTS)}, got {fmt!r}")
     path = Path(path)
     if fmt == "csv":
-        records.to_csv(path, index=False)
+        text = records.copy()
+        for column in text.columns:
+            if not pd.api.types.is_numeric_dtype(text[column]):  # text, whether object or string dtype
+                text[column] = text[column].map(neutralised)
+        text.to_csv(path, index=False)
     elif fmt == "json":
-        records.to_json(path, orient="records", indent=1)
+        rows = json.loads(records.to_json(orient="records"))  # pandas writes NaN and infinities as null
+        path.write_text(json.dumps(rows, indent=1, allow_nan=False) + "\n", encoding="utf-8")
     else:
         if importlib.util.find_spec("pyarrow") is None:
-            raise ValueError("parquet export needs pyarrow: pip install pyarrow (or export csv or json)")
+            raise ValueError("parquet export needs pyarrow: pip install 'pkroof[parquet]' (or export csv or json)")
         records.to_parquet(path, index=False)
     return path
 
 
-def write_export(records: pd.DataFrame, out_dir: Path, fmt: str) -> Path:
-    """`out_dir`/results.`fmt` (see export); the folders this call made are removed again if the export fails."""
-    out_dir = Path(out_dir)
+def check_export(out_dir: Path, fmt: str, *, force: bool = False) -> None:
+    """A ValueError unless `out_dir`/results.`fmt` can be written: an existing file is replaced only with `force`."""
     check_out(out_dir, replace=False)
+    target = Path(out_dir) / f"results.{fmt}"
+    if target.is_dir():
+        raise ValueError(f"{target}: exists and is a folder; not replacing it (choose another --out)")
+    if (target.exists() or target.is_symlink()) and not force:
+        raise ValueError(f"{target}: exists; not overwriting it (--force replaces it, or choose another --out)")
+
+
+def write_export(records: pd.DataFrame, out_dir: Path, fmt: str, *, force: bool = False) -> Path:
+    """`out_dir`/results.`fmt` (see export), written beside and then moved in place (an existing file, or a link
+    there, is replaced only with `force`); the folders this call made are removed again if the export fails."""
+    out_dir = Path(out_dir)
+    check_export(out_dir, fmt, force=force)
     made = first_missing(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / f"results.{fmt}"
+    fd, temporary = tempfile.mkstemp(prefix=f".results.{fmt}.", dir=out_dir)
+    os.close(fd)
     try:
-        return export(records, out_dir / f"results.{fmt}", fmt)
+        export(records, Path(temporary), fmt)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, target)
+        return target
     except BaseException:
+        Path(temporary).unlink(missing_ok=True)
         if made is not None:
             shutil.rmtree(made, ignore_errors=True)
         raise

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from pkroof.profilers.records import topology_name
 from pkroof.rooflines import Collective
 from pkroof.rooflines.bound import nccl_traffic
 from pkroof.rooflines.mechanisms import label
@@ -28,6 +29,8 @@ NUMBERS = (
     "fraction_of_roofline",
     "speedup_vs_reference",
     "achieved_link_Bps",
+    "algbw_Bps",
+    "busbw_Bps",
     "comm_bytes",
     "predicted_s",
     "prediction_error",
@@ -81,6 +84,7 @@ def _record_row(record: Mapping[str, Any]) -> dict[str, Any]:
         if not row[name] > 0:
             row[name] = math.nan
     row |= {name: _text(env.get(name)) for name in ENVIRONMENT}
+    row["topology"] = _text(topology_name(dict(record)))  # version 1: its environment's
     return row
 
 
@@ -121,6 +125,7 @@ INDEX_COLUMNS = (
     "predicted_s",
     "predicted_headroom",
     "reason",
+    "on_cpu",
 )
 
 
@@ -162,6 +167,7 @@ def index_frame(
                 "num_impls": len(group),
                 "num_failed": int((group["status"] != "correct").sum()),
                 **_advice_fields(advice.get((problem, shape, None if pd.isna(world) else int(world)))),
+                "on_cpu": bool(on_cpu_ranks(timed).any()),  # CPU times: never compared with a GPU roof
             }
         )
     frame = pd.DataFrame(rows, columns=list(INDEX_COLUMNS))
@@ -193,6 +199,7 @@ def analytic_rows(
                     "num_impls": 0,
                     "num_failed": 0,
                     **_advice_fields(entry.get("advice")),
+                    "on_cpu": False,
                 }
             )
     frame = pd.DataFrame(rows, columns=list(INDEX_COLUMNS))
@@ -231,7 +238,7 @@ def curves_frame(topology: Topology) -> pd.DataFrame:
     for a copy, a collective's link bytes for NCCL (so its nccl-tests bus bandwidth). Empty without a probe."""
     rows, ranks = [], topology.nodes * topology.gpus_per_node  # NCCL curves span every rank the probe ran
     for c in topology.probe.curves if topology.probe else ():
-        link = _link_bytes(c.mechanism, c.name, ranks)
+        link = _link_bytes(c.mechanism, c.name, c.num_ranks or ranks)  # an imported run says its own ranks
         for x, median, p10, p90 in zip(c.x, c.median_s, c.p10_s, c.p90_s, strict=True):
             size = x if c.sweep == "size" else c.size_bytes  # a CTA sweep moves size_bytes at every point
             moved = link(size)
@@ -283,8 +290,9 @@ def model_frame(topology: Topology, sizes: Iterable[float], ctas: Iterable[int])
     """
     sizes, ctas = list(sizes), list(ctas)
     rows, ranks = [], topology.nodes * topology.gpus_per_node  # NCCL fits span every rank the probe ran
+    measured_on = {c.name: c.num_ranks for c in topology.probe.curves} if topology.probe else {}
     for (mechanism, curve, basis), (lines, per_cta) in _models(topology).items():
-        link = _link_bytes(mechanism, curve, ranks)
+        link = _link_bytes(mechanism, curve, measured_on.get(curve) or ranks)
         for s in sizes:
             t = min(alpha + link(s) / peak for alpha, peak in lines)
             rows.append((mechanism, curve, basis, "size", s, link(s) / t))
@@ -304,19 +312,156 @@ def _link_bytes(mechanism: str, curve: str, world: int) -> Callable[[float], flo
 ROOFLINE_COLUMNS = ("x", "x_kind", "series", "kind", "t_s")
 
 
-def roofline_frame(points: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+def roofline_frame(points: Iterable[Mapping[str, Any]], x: str | None = None) -> pd.DataFrame:
     """Long form of precomputed sweep points: one row per (x, series).
 
     kind is "roof" (t_roof_s), "term" (compute, HBM, link, latency) or "prediction" (series "mechanism/schedule",
     "/ll" appended for the LL protocol).
-    x_kind is "size_bytes" when the points give sizes, else "x".
+    x_kind is `x` where given (a sweep of shapes is drawn against "flops"), else "size_bytes" when the points give
+    sizes, else "x".
     """
     rows = []
     for p in points:
-        x_kind = "size_bytes" if "size_bytes" in p else "x"
-        x = _number(p[x_kind])
+        x_kind = x or ("size_bytes" if "size_bytes" in p else "x")
+        at = _number(p[x_kind])
         for key, series in TERMS.items():
             if key in p:
-                rows.append((x, x_kind, series, "roof" if key == "t_roof_s" else "term", _number(p[key])))
-        rows += [(x, x_kind, name, "prediction", _number(t)) for name, t in (p.get("predictions") or {}).items()]
+                rows.append((at, x_kind, series, "roof" if key == "t_roof_s" else "term", _number(p[key])))
+        rows += [(at, x_kind, name, "prediction", _number(t)) for name, t in (p.get("predictions") or {}).items()]
     return pd.DataFrame(rows, columns=list(ROOFLINE_COLUMNS))
+
+
+def on_cpu_ranks(records: pd.DataFrame) -> pd.Series:
+    """Rows measured on CPU ranks over gloo: CPU times, never drawn or compared as GPU times."""
+    return records["backend"] == "gloo"
+
+
+def chart_x(bound: Mapping[str, Any]) -> str:
+    """What a problem's time chart is drawn against: its size where it has one (a collective), else its FLOPs
+    (shapes of a GEMM differ in FLOPs, and sizes would pile distinct roofs on one x), else its communication."""
+    sweep = bound.get("sweep") or ()
+    shapes = bound.get("shapes") or ()
+    sized = any("size" in ((e.get("summary") or {}).get("params") or {}) for e in shapes)
+    if sized or not any(_number(p.get("flops")) > 0 for p in sweep):
+        return "size_bytes"
+    return "flops"
+
+
+INTENSITY_COLUMNS = (
+    "impl",
+    "shape",
+    "world_size",
+    "median_s",
+    "size_bytes",
+    "flops",
+    "hbm_bytes",
+    "link_bytes",
+    "t_roof_s",
+    "achieved_flops",
+    "achieved_link_Bps",
+    "hbm_intensity",
+    "link_intensity",
+    "roof_flops",
+    "peak_flops",
+    "hbm_bandwidth_Bps",
+    "link_bandwidth_Bps",
+)
+
+
+def intensity_frame(records: pd.DataFrame, shapes: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per timed GPU record, placed by its shape's workload (from that shape's bound, `pkroof bound
+    --json`'s dict): achieved FLOP/s = FLOPs / median, achieved link rate = link bytes per rank / median, FLOPs per
+    HBM byte and per link byte, and the shape's roof as FLOP/s (FLOPs / t_roof). CPU-rank records are left out."""
+    by_shape = {(_text(e.get("shape")), e.get("world_size")): e.get("summary") or {} for e in shapes}
+    rows = []
+    gpu = records[(records["status"] == "correct") & records["median_s"].notna() & ~on_cpu_ranks(records)]
+    for r in gpu.itertuples():
+        b = by_shape.get((r.shape, None if pd.isna(r.world_size) else int(r.world_size)))
+        if not b:
+            continue
+        flops, hbm, link = (_number(b.get(k)) for k in ("flops", "hbm_bytes", "link_bytes_per_rank"))
+        t_roof = _number(b.get("t_roof_s"))
+        comm = sum(_number(op.get("size_bytes")) for op in b.get("comm") or ())
+        rows.append(
+            {
+                "impl": r.impl,
+                "shape": r.shape,
+                "world_size": r.world_size,
+                "median_s": r.median_s,
+                "size_bytes": comm,
+                "flops": flops,
+                "hbm_bytes": hbm,
+                "link_bytes": link,
+                "t_roof_s": t_roof,
+                "achieved_flops": flops / r.median_s,
+                "achieved_link_Bps": link / r.median_s,
+                "hbm_intensity": flops / hbm if hbm > 0 else math.nan,
+                "link_intensity": flops / link if link > 0 else math.nan,
+                "roof_flops": flops / t_roof if t_roof > 0 else math.nan,
+                "peak_flops": _number(b.get("peak_flops")),
+                "hbm_bandwidth_Bps": _number(b.get("hbm_bandwidth_Bps")),
+                "link_bandwidth_Bps": _number(b.get("link_bandwidth_Bps")),
+            }
+        )
+    return pd.DataFrame(rows, columns=list(INTENSITY_COLUMNS))
+
+
+def shapes_frame(shapes: Iterable[Mapping[str, Any]], sweep: Iterable[Mapping[str, Any]] = ()) -> pd.DataFrame:
+    """Each shape's own roof on the intensity chart (the attainable point FLOPs / t_roof): one row per analysed
+    shape, named, and one per other point of the sweep (its named shapes or sizes: "" for a name), at the analysed
+    shapes' roofs (peak FLOP/s, HBM and link bandwidth)."""
+    rows = []
+    for e in shapes:
+        b = e.get("summary") or {}
+        flops, hbm, link, t_roof = (
+            _number(b.get(k)) for k in ("flops", "hbm_bytes", "link_bytes_per_rank", "t_roof_s")
+        )
+        rows.append(
+            {
+                "shape": _text(e.get("shape")),
+                "flops": flops,
+                "hbm_intensity": flops / hbm if hbm > 0 else math.nan,
+                "link_intensity": flops / link if link > 0 else math.nan,
+                "roof_flops": flops / t_roof if t_roof > 0 else math.nan,
+                "peak_flops": _number(b.get("peak_flops")),
+                "hbm_bandwidth_Bps": _number(b.get("hbm_bandwidth_Bps")),
+                "link_bandwidth_Bps": _number(b.get("link_bandwidth_Bps")),
+            }
+        )
+    named = {(r["flops"], r["roof_flops"]) for r in rows}
+    for p in sweep:
+        flops, hbm, link, t_roof = (_number(p.get(k)) for k in ("flops", "hbm_bytes", "link_bytes", "t_roof_s"))
+        roof = flops / t_roof if t_roof > 0 else math.nan
+        if (flops, roof) in named or not flops > 0:
+            continue
+        rows.append(
+            {
+                "shape": "",
+                "flops": flops,
+                "hbm_intensity": flops / hbm if hbm > 0 else math.nan,
+                "link_intensity": flops / link if link > 0 else math.nan,
+                "roof_flops": roof,
+                "peak_flops": math.nan,
+                "hbm_bandwidth_Bps": math.nan,
+                "link_bandwidth_Bps": math.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+BANDWIDTH_ROOF_COLUMNS = ("size_bytes", "series", "Bps")
+
+
+def bandwidth_roof_frame(points: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """A collective's roofs as rates against its size, from the sweep: link bytes per rank over t_roof (what can be
+    attained), over the link term (the link's rate), over the HBM term and over the latency term."""
+    rows = []
+    for p in points:
+        link, size = _number(p.get("link_bytes")), _number(p.get("size_bytes"))
+        if not link > 0:
+            continue
+        for key, series in (("t_roof_s", "roof"), ("link_s", "link"), ("hbm_s", "HBM"), ("latency_s", "latency")):
+            t = _number(p.get(key))
+            if t > 0:
+                rows.append((size, series, link / t))
+    return pd.DataFrame(rows, columns=list(BANDWIDTH_ROOF_COLUMNS))

@@ -48,12 +48,10 @@ def _regimes(regimes: Any) -> str:
     return " | ".join(f"{fmt_s(r.latency_s)} + {fmt_Bps(r.peak_bandwidth_Bps)}" for r in regimes)
 
 
-def _value(name: str, value: Any) -> str:
-    """A topology field formatted by the unit its name carries."""
-    if isinstance(value, dict) and name == "collectives":
-        return "; ".join(f"{k} {_regimes(rs)}" for k, rs in value.items())
-    if isinstance(value, dict):
-        return ", ".join(f"{k} {fmt_flops(v)}" for k, v in value.items())
+def _scalar(name: str, value: Any) -> str:
+    """One number formatted by the unit its field's name carries (…_s seconds, …_Bps bandwidth, …_flops FLOP/s)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
     if name.endswith("_flops"):
         return fmt_flops(value)
     if name.endswith("_Bps"):
@@ -62,7 +60,17 @@ def _value(name: str, value: Any) -> str:
         return fmt_bytes(value)
     if name.endswith("_s"):
         return fmt_s(value)
-    return str(value)
+    return f"{value:g}"
+
+
+def _value(name: str, value: Any) -> str:
+    """A topology field formatted by the unit its name carries; a dict entry by its field's unit (overlap_s: seconds
+    per schedule; peak_flops: FLOP/s per dtype), each collective's regimes on a line of their own."""
+    if isinstance(value, dict) and name == "collectives":
+        return "\n".join(f"{k}: {_regimes(rs)}" for k, rs in value.items())
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_scalar(name, v)}" for k, v in value.items())
+    return _scalar(name, value)
 
 
 STYLE = """
@@ -70,15 +78,16 @@ STYLE = """
 * { box-sizing: border-box; }
 body { font: 14px/1.5 -apple-system, BlinkMacSystemFont, "Segoe UI", Helvetica, Arial, sans-serif;
        color: var(--ink); background: var(--bg); margin: 0; }
-main { max-width: 1180px; margin: 0 auto; padding: 24px 32px 64px; }
+main { max-width: 1400px; margin: 0 auto; padding: 24px 20px 64px; }
 nav { border-bottom: 1px solid var(--rule); padding: 10px 32px; font-size: 13px; }
 nav a { margin-right: 18px; }
 a { color: #1d4ed8; text-decoration: none; } a:hover { text-decoration: underline; }
-h1 { font-size: 22px; margin: 8px 0 4px; font-weight: 600; }
+h1 { font-size: 22px; margin: 8px 0 4px; font-weight: 600; overflow-wrap: anywhere; }
 h3 { font-size: 14px; margin: 20px 0 4px; font-weight: 600; color: #374151; }
 h2 { font-size: 16px; margin: 32px 0 8px; font-weight: 600; border-bottom: 1px solid var(--rule); padding-bottom: 4px; }
 p.sub { color: var(--muted); margin: 0 0 16px; }
 code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12.5px; }
+p.sub code { overflow-wrap: anywhere; }
 table { border-collapse: collapse; width: 100%; margin: 8px 0 16px; font-variant-numeric: tabular-nums; }
 th, td { padding: 6px 10px; border-bottom: 1px solid var(--rule); text-align: left; vertical-align: top; }
 th { background: var(--head); font-weight: 600; font-size: 12.5px; color: #374151; white-space: nowrap; }
@@ -92,8 +101,20 @@ table.kv th { width: 220px; background: none; }
 .poor { background: #fef3f2; color: #b42318; } .over { background: #f4f3ff; color: #5925dc; }
 .na { color: var(--muted); }
 .status-correct { color: #067647; } .status-incorrect, .status-crashed, .status-timeout { color: #b42318; }
-.message { color: #b42318; font-size: 12.5px; max-width: 420px; overflow-wrap: anywhere; }
-.chart { width: 100%; height: 420px; }
+.message { color: #b42318; font-size: 12.5px; min-width: 260px; max-width: 460px; overflow-wrap: anywhere; }
+.wrap, td.wrap { overflow-wrap: anywhere; min-width: 220px; max-width: 560px; white-space: pre-line; }
+.reason { white-space: pre-line; min-width: 340px; font-size: 13px; }
+.scroll { overflow-x: auto; margin: 8px 0 16px; }
+.scroll > table { margin: 0; }
+td.impl { min-width: 170px; overflow-wrap: anywhere; }
+td.nowrap { white-space: nowrap; }
+td.shape { min-width: 130px; max-width: 210px; }
+th, td { padding: 6px 8px; }
+.pill.cpu { background: #eef2ff; color: #3730a3; font-weight: 500; }
+h3.chart-title { margin: 18px 0 0; }
+p.chart-note { color: var(--muted); font-size: 12.5px; margin: 2px 0 0; }
+.chart { width: 100%; height: 440px; }
+.chart.wide { height: 480px; }
 .charts { display: grid; grid-template-columns: 1fr 1fr; gap: 16px; }
 .callout { border-left: 4px solid #b42318; background: #fef3f2; padding: 10px 16px; margin: 12px 0; }
 .callout.ok { border-color: #067647; background: #ecfdf3; }
@@ -102,6 +123,11 @@ table.kv th { width: 220px; background: none; }
 .advice { border: 1px solid var(--rule); border-radius: 6px; padding: 12px 16px; }
 .legend span { margin-right: 14px; font-size: 12.5px; }
 svg text { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; }
+@media (max-width: 760px) {
+  main { padding: 12px 12px 40px; } nav { padding: 8px 12px; }
+  h1 { font-size: 19px; } .charts { grid-template-columns: 1fr; } .chart, .chart.wide { height: 360px; }
+  table.kv th { width: auto; } .reason, .wrap { min-width: 240px; }
+}
 """
 
 SORT_JS = """
@@ -127,10 +153,25 @@ document.querySelectorAll("table.sortable").forEach(table => {
 });
 """
 
+NARROW_JS = """
+function narrow(id) {  // a phone: the legend under the chart, side-by-side panels stacked
+  if (window.innerWidth >= 760) return;
+  const div = document.getElementById(id), layout = div.layout || {};
+  const update = {"legend.orientation": "h", "legend.x": 0, "legend.y": -0.22, "legend.yanchor": "top",
+                  "margin.r": 10, "margin.l": 55, "margin.t": 20, "height": 640};
+  if (layout.xaxis2) {
+    Object.assign(update, {"xaxis.domain": [0, 1], "xaxis2.domain": [0, 1], "yaxis.domain": [0.6, 1],
+                           "yaxis2.domain": [0, 0.4], "legend.y": -0.12, "height": 1000});
+  }
+  div.style.height = update.height + "px";
+  Plotly.relayout(div, update);
+}
+"""
+
 BASE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{ title }} · pkroof</title><style>{{ style }}</style>
-<script src="{{ assets }}plotly.min.js"></script></head>
+<script src="{{ assets }}plotly.min.js"></script><script>{{ narrow_js }}</script></head>
 <body><nav><a href="index.html">pkroof report</a><a href="topology.html">topology</a></nav><main>
 {% block body %}{% endblock %}
 </main><script>{{ sort_js }}</script></body></html>
@@ -140,41 +181,48 @@ INDEX = """{% extends "base" %}{% block body %}
 <h1>Communication-aware roofline report</h1>
 <p class="sub">{{ index|length|plural("row") }} (problem, shape, ranks) of {{ problems|length|plural("problem") }}
 on <a href="topology.html">{{ topology }}</a>, {% if num_runs %}{{ num_runs|plural("measured run") }}
-{%- else %}nothing measured (analytic){% endif %}
+{%- else %}nothing measured (analytic: each problem's bound and advice){% endif %}
 {%- if left_out %}; {{ left_out|length|plural("problem") }} left out, <a href="#left-out">named below</a>{% endif %}.
 Fraction of roofline = t_roof / t_measured (higher is better): <span class="pill poor">&lt; 50%</span>
 <span class="pill fair">50–80%</span> <span class="pill good">≥ 80%</span>
 <span class="pill over">&gt; 105%: faster than the bound, the model is wrong</span>. Click a column to sort.</p>
+{% if superseded %}<div class="callout info">{{ superseded|plural("record") }} measured again later: the latest run of
+each (problem, shape, implementation, ranks) is the one shown, the earlier ones left out.</div>{% endif %}
+{% if cpu_rows %}<div class="callout info">{{ cpu_rows|plural("row") }} measured on CPU ranks (gloo; no GPUs where they
+ran): <span class="pill cpu">CPU</span> marks their times, which are CPU times, so no fraction of a GPU roofline is
+given for them.</div>{% endif %}
 {{ histogram }}
 <h2>Problems</h2>
-<table class="sortable"><thead><tr>
-<th>problem</th><th>category</th><th>shape</th><th class="num">ranks</th><th class="num">t_roof</th>
-<th class="num">reference</th><th class="num">reference % roof</th><th>best implementation</th>
-<th class="num">best</th><th class="num">best % roof</th><th class="num">headroom (measured)</th>
-<th>recommended mechanism / schedule</th><th class="num">predicted</th><th class="num">headroom (predicted)</th>
+<div class="scroll"><table class="sortable"><thead><tr>
+<th>problem</th><th>shape</th><th class="num">ranks</th><th class="num">t_roof</th>
+<th class="num">reference (% roof)</th><th class="num">best implementation (% roof)</th>
+<th class="num" title="the reference's median over the best implementation's">headroom, measured</th>
+<th title="the model's best (mechanism, schedule) at this row's shape and ranks">recommended</th>
+<th class="num" title="its predicted time, and its headroom over NCCL, serial">predicted</th>
 </tr></thead><tbody>
 {% for r in index %}<tr>
-<td><a href="{{ pages[r.problem] }}">{{ r.problem }}</a></td><td>{{ r.category|text }}</td><td>{{ r.shape|text }}</td>
+<td><a href="{{ pages[r.problem] }}">{{ r.problem }}</a><br><span class="na">{{ r.category|text }}
+</span></td><td class="shape" data-sort="{{ r._order }}">{{ r.shape|text }}</td>
 <td class="num">{{ r.world_size|text }}</td>
 <td class="num" data-sort="{{ r.t_roof_s|sort_key }}">{{ r.t_roof_s|seconds }}</td>
-<td class="num" data-sort="{{ r.reference_median_s|sort_key }}">{{ r.reference_median_s|seconds }}</td>
-<td class="num" data-sort="{{ r.reference_fraction|sort_key }}">
-<span class="pill {{ r.reference_fraction|pct_class }}">{{ r.reference_fraction|pct }}</span></td>
-<td>{{ r.best_impl|text }}</td>
-<td class="num" data-sort="{{ r.best_median_s|sort_key }}">{{ r.best_median_s|seconds }}</td>
-<td class="num" data-sort="{{ r.best_fraction|sort_key }}">
-<span class="pill {{ r.best_fraction|pct_class }}">{{ r.best_fraction|pct }}</span></td>
+<td class="num" data-sort="{{ r.reference_median_s|sort_key }}">{{ r.reference_median_s|seconds }}
+{% if r.on_cpu and r.reference_median_s %}<span class="pill cpu">CPU</span>{% elif r.reference_median_s %}
+<span class="pill {{ r.reference_fraction|pct_class }}">{{ r.reference_fraction|pct }}</span>{% endif %}</td>
+<td class="num" data-sort="{{ r.best_median_s|sort_key }}"><span class="mono">{{ r.best_impl|text }}</span><br>
+{{ r.best_median_s|seconds }}
+{% if r.on_cpu and r.best_median_s %}<span class="pill cpu">CPU</span>{% elif r.best_median_s %}
+<span class="pill {{ r.best_fraction|pct_class }}">{{ r.best_fraction|pct }}</span>{% endif %}</td>
 <td class="num" data-sort="{{ r.headroom|sort_key }}">{{ r.headroom|times }}</td>
 <td>{% if r.mechanism %}{{ r.mechanism }} / {{ r.schedule }}{% else %}—{% endif %}</td>
-<td class="num" data-sort="{{ r.predicted_s|sort_key }}">{{ r.predicted_s|seconds }}</td>
-<td class="num" data-sort="{{ r.predicted_headroom|sort_key }}">{{ r.predicted_headroom|times }}</td>
+<td class="num" data-sort="{{ r.predicted_s|sort_key }}">{{ r.predicted_s|seconds }}
+{% if r.predicted_headroom %}<span class="na">({{ r.predicted_headroom|times }})</span>{% endif %}</td>
 </tr>{% endfor %}
-</tbody></table>
+</tbody></table></div>
 {% if left_out %}<h2 id="left-out">Left out</h2>
 <p class="sub">{{ left_out|length|plural("problem") }} with no page on {{ topology }}, and why:</p>
-<table><thead><tr><th>problem</th><th>reason</th></tr></thead><tbody>
+<div class="scroll"><table><thead><tr><th>problem</th><th>reason</th></tr></thead><tbody>
 {% for name, why in left_out.items() %}<tr><td>{{ name }}</td><td>{{ why }}</td></tr>{% endfor %}
-</tbody></table>{% endif %}
+</tbody></table></div>{% endif %}
 <h2>Pages</h2>
 <ul>{% for name, page in pages.items() %}<li><a href="{{ page }}">{{ name }}</a></li>{% endfor %}
 <li><a href="topology.html">topology: {{ topology }}</a></li></ul>
@@ -187,11 +235,20 @@ PROBLEM = """{% extends "base" %}{% block body %}
 <h1>{{ name }}</h1>
 <p class="sub">{{ meta.get("doc")|text }}{% if meta.get("source") %} · <code>{{ meta["source"] }}</code>
 {% endif %}</p>
+{% if not rows %}<div class="callout info"><b>Analytic</b>, not measured here: {{ name }}'s roofline, the model's
+prediction for every (mechanism, schedule) and its advice{% if meta.get("command") %} (<code>{{ meta["command"] }}
+</code>){% endif %}.</div>{% endif %}
+{% if roofline %}<h2>Roofline</h2>
+{{ roofline }}{% endif %}
+<h2>{{ time_title }}</h2>
+{{ chart }}
+{% if cpu_rows %}<p class="chart-note">{{ cpu_rows|plural("measurement") }} on CPU ranks (gloo) left off the charts:
+CPU times, not GPU times; in the table below, marked <span class="pill cpu">CPU</span>.</p>{% endif %}
 {% if shapes %}<h2>Bound</h2>
 <p class="sub">{% if shapes|length > 1 %}One row per shape and world size, each bound at its own parameters.
 {% endif %}t_roof = max(compute, HBM, link) + latency.</p>
-<table><thead><tr><th>shape</th><th class="num">ranks</th><th class="num">t_roof</th><th>limiter</th>
-{% for key, label in terms %}<th class="num">{{ label }}</th>{% endfor %}
+<div class="scroll"><table><thead><tr><th>shape</th><th class="num">ranks</th><th class="num">t_roof</th>
+<th>limiter</th>{% for key, label in terms %}<th class="num">{{ label }}</th>{% endfor %}
 <th class="num">link bytes per rank</th><th>link</th><th>dtype · topology</th></tr></thead><tbody>
 {% for s in shapes %}{% set b = s.summary %}<tr><td>{{ s.shape|text }}{% if s.params %}<br>
 <span class="mono na">{{ s.params }}</span>{% endif %}</td>
@@ -202,41 +259,45 @@ PROBLEM = """{% extends "base" %}{% block body %}
 <td>{{ b.get("link_tier")|text }} at {{ b.get("link_bandwidth_Bps")|Bps }}</td>
 <td>{{ b.get("dtype")|text }} · {{ b.get("topology")|text }}</td></tr>
 {% endfor %}
-</tbody></table>{% endif %}
-<h2>Roofline</h2>
-{{ chart }}
-<h2>Implementations</h2>
-<table class="sortable"><thead><tr><th>implementation</th><th>shape</th><th class="num">ranks</th><th>status</th>
-<th class="num">median</th><th class="num">p10 – p90</th><th class="num">% of roofline</th>
-<th class="num">speedup vs reference</th><th>mechanism / schedule</th><th class="num">predicted</th>
-<th class="num">model error</th>
-<th class="num">achieved link</th><th class="num">comm size</th>
+</tbody></table></div>{% endif %}
+{% if rows %}<h2>Implementations</h2>
+<p class="sub">Smallest shape first, the reference first in each. Hover a column for what it means.</p>
+<div class="scroll"><table class="sortable"><thead><tr><th>implementation</th><th>shape</th>
+<th class="num">ranks</th><th>status</th><th class="num" title="median of the timed samples; below it p10 – p90">
+median</th>
+<th class="num">% of roofline</th><th class="num">speedup vs reference</th><th>mechanism / schedule</th>
+<th class="num">predicted</th><th class="num" title="(measured − predicted) / predicted">model error</th>
+{% if busbw %}<th class="num" title="nccl-tests' busbw: algbw × its factor">busbw</th>{% endif %}
+<th class="num" title="link bytes per rank / median">achieved link</th><th class="num">comm size</th>
 <th class="num" title="median SM clock during the timed samples, slowest rank; in brackets the share of that time
-the power policy held the clock down">SM clock</th><th>message</th></tr></thead><tbody>
+the power policy held the clock down">SM clock</th>{% if failed %}<th>message</th>{% endif %}</tr></thead><tbody>
 {% for r in rows %}<tr>
-<td class="mono">{{ r.impl }}</td><td>{{ r.shape|text }}</td><td class="num">{{ r.world_size|text }}</td>
-<td class="status-{{ r.status }}">{{ r.status|text }}</td>
-<td class="num" data-sort="{{ r.median_s|sort_key }}">{{ r.median_s|seconds }}</td>
-<td class="num" data-sort="{{ r.p90_s|sort_key }}">{{ r.p10_s|seconds }} – {{ r.p90_s|seconds }}</td>
+<td class="mono impl">{{ r.impl }}</td><td class="shape" data-sort="{{ r._order }}">{{ r.shape|text }}</td>
+<td class="num">{{ r.world_size|text }}</td>
+<td class="status-{{ r.status }}">{{ r.status|text }}{% if r.backend == "gloo" %}
+<span class="pill cpu" title="CPU ranks over gloo: a CPU time">CPU</span>{% endif %}</td>
+<td class="num" data-sort="{{ r.median_s|sort_key }}">{{ r.median_s|seconds }}{% if r.median_s %}<br>
+<span class="na">{{ r.p10_s|seconds }} – {{ r.p90_s|seconds }}</span>{% endif %}</td>
 <td class="num" data-sort="{{ r.fraction_of_roofline|sort_key }}">
 <span class="pill {{ r.fraction_of_roofline|pct_class }}">{{ r.fraction_of_roofline|pct }}</span></td>
 <td class="num" data-sort="{{ r.speedup_vs_reference|sort_key }}">{{ r.speedup_vs_reference|times }}</td>
 <td>{% if r.mechanism %}{{ r.mechanism }} / {{ r.schedule }}{% else %}—{% endif %}</td>
 <td class="num" data-sort="{{ r.predicted_s|sort_key }}">{{ r.predicted_s|seconds }}</td>
 <td class="num" data-sort="{{ r.prediction_error|sort_key }}">{{ r.prediction_error|pct }}</td>
+{% if busbw %}<td class="num" data-sort="{{ r.busbw_Bps|sort_key }}">{{ r.busbw_Bps|Bps }}</td>{% endif %}
 <td class="num" data-sort="{{ r.achieved_link_Bps|sort_key }}">{{ r.achieved_link_Bps|Bps }}</td>
 <td class="num" data-sort="{{ r.comm_bytes|sort_key }}">{{ r.comm_bytes|bytes }}</td>
 <td class="num" data-sort="{{ r.sm_clock_mhz|sort_key }}">{{ r.sm_clock_mhz|mhz }}
 <span class="na">{{ r.power_capped|capped }}</span></td>
-<td class="message">{% if r.status != "correct" %}{{ r.message }}{% endif %}</td>
+{% if failed %}<td class="message">{% if r.status != "correct" %}{{ r.message }}{% endif %}</td>{% endif %}
 </tr>{% endfor %}
-</tbody></table>
+</tbody></table></div>{% endif %}
 <h2>Advice</h2>
 {% if shapes %}<p class="sub">What to build, per shape and world size: the model's best (mechanism, schedule) at
 that row's own parameters, against NCCL, serial.</p>
-<table class="advice"><thead><tr><th>shape</th><th class="num">ranks</th><th>mechanism / schedule</th>
-<th class="num">predicted</th><th class="num">NCCL, serial</th><th class="num">headroom over NCCL, serial</th>
-<th>reason</th></tr></thead><tbody>
+<div class="scroll"><table class="advice"><thead><tr><th>shape</th><th class="num">ranks</th>
+<th>mechanism / schedule</th><th class="num">predicted</th><th class="num">NCCL, serial</th>
+<th class="num">headroom over NCCL, serial</th><th>why</th></tr></thead><tbody>
 {% for s in shapes %}{% set a = s.advice %}<tr><td>{{ s.shape|text }}{% if s.params %}<br>
 <span class="mono na">{{ s.params }}</span>{% endif %}</td><td class="num">{{ s.world_size|text }}</td>
 <td>{% if a.get("mechanism") %}{% set ll = " LL" if a.get("protocol") == "ll" else "" %}
@@ -244,13 +305,14 @@ that row's own parameters, against NCCL, serial.</p>
 {%- if a.get("comm_sms") %} ({{ a["comm_sms"] }} SMs for communication){% endif %}
 {% else %}—{% endif %}</td>
 <td class="num">{{ a.get("t_s")|seconds }}</td><td class="num">{{ a.get("baseline_t_s")|seconds }}</td>
-<td class="num">{{ a.get("headroom")|times }}</td><td>{{ a.get("reason")|text }}</td></tr>
+<td class="num">{{ a.get("headroom")|times }}</td><td class="reason">{{ a.get("reason")|text }}</td></tr>
 {% endfor %}
-</tbody></table>{% else %}<p class="na">No advice was given for this problem.</p>{% endif %}
-<h2>Environment</h2>
-<table class="kv"><tbody>{% for label, value in environment %}<tr><th>{{ label }}</th><td>{{ value|text }}</td></tr>
+</tbody></table></div>{% else %}<p class="na">No advice was given for this problem.</p>{% endif %}
+{% if rows %}<h2>Environment</h2>
+<div class="scroll"><table class="kv"><tbody>{% for label, value in environment %}<tr><th>{{ label }}</th>
+<td class="wrap">{{ value|text }}</td></tr>
 {% endfor %}
-</tbody></table>
+</tbody></table></div>{% endif %}
 {% endblock %}"""
 
 TOPOLOGY = """{% extends "base" %}{% block body %}
@@ -261,11 +323,14 @@ its numbers come from datasheets and published runs (see "measured or nominal" b
 {% elif t.probe.health %}<div class="callout"><b>Health flags ({{ t.probe.health|length }})</b>: the probe saw these;
 numbers measured on a degraded node understate a healthy one.<ul>{% for line in t.probe.health %}<li>{{ line }}</li>
 {% endfor %}</ul></div>
+{% elif t.probe.command.startswith("pkroof topology import") %}<div class="callout info"><b>Calibrated from runs
+imported</b> (nccl-tests, nvbandwidth) onto a preset: each number they set is marked measured, its file the source
+(see "measured or nominal" below); the rest is the preset's.</div>
 {% else %}<div class="callout ok"><b>No health flags</b>: links, PCIe and clocks looked nominal during the probe.</div>
 {% endif %}
 <h2>Node</h2>
 {{ svg }}
-<table class="kv"><tbody>
+<div class="scroll"><table class="kv"><tbody>
 <tr><th>nodes × GPUs per node</th><td>{{ t.nodes }} × {{ t.gpus_per_node }}</td></tr>
 <tr><th>GPU</th><td>{{ t.gpu.name }} ({{ t.gpu.arch }}), {{ t.gpu.sm_count }} SMs,
 {{ t.gpu.hbm_capacity_bytes|bytes }} HBM at {{ t.gpu.hbm_bandwidth_Bps|Bps }}</td></tr>
@@ -275,16 +340,17 @@ numbers measured on a degraded node understate a healthy one.<ul>{% for line in 
 t.matmul_clock(dtype)|clock }}{% if not loop.last %}, {% endif %}{% endfor %} (predictions of ops of 2 ms or more)</td>
 </tr>{% endif %}
 <tr><th>scale-up</th>
-<td>{{ t.scaleup.kind }}, {{ t.scaleup.generation }}: {{ t.scaleup.links_per_gpu }} links
+<td>{% if t.scaleup.kind == "none" %}{{ t.scaleup.generation }}: no peer, nothing is communicated{% else %}
+{{ t.scaleup.kind }}, {{ t.scaleup.generation }}: {{ t.scaleup.links_per_gpu }} links
 × {{ t.scaleup.link_bandwidth_Bps|Bps }}
 = {{ t.scaleup.total_bandwidth_Bps|Bps }} per GPU per direction{% if t.scaleup.multicast %}, multicast
-{% endif %}</td></tr>
+{% endif %}{% endif %}</td></tr>
 <tr><th>scale-out</th><td>{% if t.nic %}{{ t.nic.count_per_node }} × {{ t.nic.model }} ({{ t.nic.kind }})
 at {{ t.nic.rate_Bps|Bps }} each,
 {{ t.nic.latency_s|seconds }} one way{% else %}none{% endif %}</td></tr>
-</tbody></table>
+</tbody></table></div>
 <h2>Mechanisms: latency and bandwidth</h2>
-<table><thead><tr><th>mechanism</th><th>available</th><th class="num">α (latency)</th>
+<div class="scroll"><table><thead><tr><th>mechanism</th><th>available</th><th class="num">α (latency)</th>
 <th class="num">step latency</th>
 <th class="num" title="per call, for a collective staged through symmetric memory, beyond α and one flag step">
 hand-off</th>
@@ -300,11 +366,12 @@ both ways</th><th class="num">per CTA</th><th class="num">default CTAs</th><th>b
 <td class="num">{{ m.spec.peak_bandwidth_Bps|Bps if on else "—" }}</td>
 <td class="num">{{ m.spec.duplex_bandwidth_Bps|Bps if on and m.spec.duplex_bandwidth_Bps else "—" }}</td>
 <td class="num">{{ m.spec.per_cta_bandwidth_Bps|Bps if on else "—" }}</td>
-<td class="num">{{ m.spec.num_ctas_default or "—" }}</td><td>{{ m.basis }}</td><td>{{ m.spec.note }}</td></tr>
+<td class="num">{{ m.spec.num_ctas_default or "—" }}</td><td>{{ m.basis }}</td><td class="wrap">{{ m.spec.note }}</td>
+</tr>
 {% endfor %}
-</tbody></table>
-{% if t.probe %}<h2>Fits</h2>
-<table><thead><tr><th>mechanism</th><th>curve</th><th class="num">α</th><th class="num">β</th>
+</tbody></table></div>
+{% if t.probe and t.probe.fits %}<h2>Fits</h2>
+<div class="scroll"><table><thead><tr><th>mechanism</th><th>curve</th><th class="num">α</th><th class="num">β</th>
 <th class="num">β per CTA</th>
 <th class="num">CTAs for 90%</th><th class="num">size for 90% of β</th><th class="num">max error (size)</th>
 <th class="num">max error (CTAs)</th></tr></thead><tbody>
@@ -316,26 +383,27 @@ both ways</th><th class="num">per CTA</th><th class="num">default CTAs</th><th>b
 <td class="num">{{ f.ctas_for_90pct or "—" }}</td>
 <td class="num">{{ f.efficient_size_bytes|bytes }}</td><td class="num">{{ f.size_max_rel_error|pct }}</td>
 <td class="num">{{ f.ctas_max_rel_error|pct if f.ctas_max_rel_error else "—" }}</td></tr>{% endfor %}
-</tbody></table>{% endif %}
-<h2>Bandwidth: model over samples</h2>
+</tbody></table></div>{% endif %}
+{% if charts %}<h2>Bandwidth: model over samples</h2>
 {% if not t.probe %}<p class="na">No samples without a probe: the lines are the nominal mechanism specs.</p>
-{% endif %}
+{% endif %}{% endif %}
 {% for mechanism, charts in charts %}<h3>{{ mechanism }}</h3><div class="charts">{% for c in charts %}
 <div>{{ c }}</div>{% endfor %}</div>{% endfor %}
-<h2>Measured or nominal</h2>
-<table><thead><tr><th>number</th><th class="num">value</th><th>basis</th><th>source</th></tr></thead><tbody>
-{% for row in basis %}<tr><td class="mono">{{ row.path }}</td><td class="num">{{ row.value }}</td>
+<h2 id="basis">Measured or nominal</h2>
+<div class="scroll"><table><thead><tr><th>number</th><th class="num">value</th><th>basis</th><th>source</th>
+</tr></thead><tbody>
+{% for row in basis %}<tr><td class="mono">{{ row.path }}</td><td class="num wrap">{{ row.value }}</td>
 <td><span class="pill {{ 'good' if row.basis == 'measured' else 'na' }}">{{ row.basis }}</span></td>
-<td>{{ row.cite }}</td></tr>{% endfor %}
-</tbody></table>
+<td class="wrap">{{ row.cite }}</td></tr>{% endfor %}
+</tbody></table></div>
 {% if t.probe %}<h2>Probe</h2>
-<table class="kv"><tbody>
+<div class="scroll"><table class="kv"><tbody>
 <tr><th>host · date</th><td>{{ t.probe.host }} · {{ t.probe.date }}</td></tr>
 <tr><th>command</th><td><code>{{ t.probe.command }}</code>
 ({{ t.probe.duration_s|seconds }}{{ ", quick" if t.probe.quick }})</td></tr>
 {% for k, v in t.probe.versions.items() %}<tr><th>{{ k }}</th><td>{{ v }}</td></tr>{% endfor %}
 {% for k, v in t.probe.ceilings.items() %}<tr><th>{{ k }}</th><td>{{ v|value(k) }}</td></tr>{% endfor %}
-</tbody></table>
+</tbody></table></div>
 {% if t.probe.notes %}<ul>{% for n in t.probe.notes %}<li>{{ n }}</li>{% endfor %}</ul>{% endif %}{% endif %}
 {% endblock %}"""
 
@@ -368,17 +436,23 @@ TERMS = (("compute_s", "compute"), ("hbm_s", "HBM"), ("link_s", "link"), ("laten
 def _render(template: str, title: str, *, assets: str = "", **context: Any) -> str:
     """`assets`: the relative path from the page to the folder holding plotly.min.js ("" or "../../")."""
     page = _ENV.get_template(template)
-    return page.render(title=title, style=Markup(STYLE), sort_js=Markup(SORT_JS), assets=assets, **context)
+    return page.render(
+        title=title, style=Markup(STYLE), sort_js=Markup(SORT_JS), narrow_js=Markup(NARROW_JS), assets=assets, **context
+    )
 
 
-def figure_html(fig: go.Figure, div_id: str) -> Markup:
-    """A div and the script that draws `fig` into it with the page's plotly.min.js."""
+def figure_html(fig: go.Figure, div_id: str, title: str = "", note: str = "", *, wide: bool = False) -> Markup:
+    """A div and the script that draws `fig` into it with the page's plotly.min.js, its title and note as HTML
+    above and below it (plotly's own title sat under its toolbar)."""
     assert div_id.replace("-", "").isalnum(), div_id  # ids are generated here, never user text
     data = pio.to_json(fig, validate=False)  # plotly escapes < > / in strings
     config = '{"displaylogo": false, "responsive": true}'
+    head = f'<h3 class="chart-title">{escape(title)}</h3>\n' if title else ""
+    tail = f'<p class="chart-note">{escape(note)}</p>\n' if note else ""
     return Markup(
-        f'<div id="{div_id}" class="chart"></div>\n'
-        f'<script>Plotly.newPlot("{div_id}", Object.assign({data}, {{config: {config}}}));</script>'
+        f'{head}<div id="{div_id}" class="chart{" wide" if wide else ""}"></div>\n'
+        f'<script>Plotly.newPlot("{div_id}", Object.assign({data}, {{config: {config}}}));'
+        f'narrow("{div_id}");</script>\n{tail}'
     )
 
 
@@ -395,22 +469,28 @@ def index_page(
     left_out: Mapping[str, str] | None = None,
     others: Mapping[str, str] | None = None,
     assets: str = "",
+    superseded: int = 0,
 ) -> str:
-    """The index: the histogram and a sortable table of problems; `pages` maps a problem name to its file name,
-    `num_runs` counts the measured records, `left_out` names each problem without a page and why, `others` maps
-    another machine's name to its own (analytic) report's index, relative to this one."""
+    """The index: the histogram (where references were measured on GPUs) and a sortable table of problems; `pages`
+    maps a problem name to its file name, `num_runs` counts the measured records, `left_out` names each problem
+    without a page and why, `others` maps another machine's name to its own (analytic) report's index, relative to
+    this one; `superseded` counts the records a later run of the same replaced (the page says so)."""
+    measured = index["reference_fraction"].notna().any()
+    histogram = figures.fraction_histogram(index)
     return _render(
         "index",
         "report",
         assets=assets,
         others=others or {},
-        index=_rows(index),
+        index=_rows(index.sort_values(["problem", "t_roof_s"], kind="stable").assign(_order=range(len(index)))),
         problems=sorted(set(index["problem"])),
         pages=pages,
         topology=topology,
         num_runs=num_runs,
         left_out=left_out or {},
-        histogram=figure_html(figures.fraction_histogram(index), "histogram"),
+        superseded=superseded,
+        cpu_rows=int(index["on_cpu"].fillna(False).astype(bool).sum()) if "on_cpu" in index else 0,
+        histogram=figure_html(histogram, "histogram", "References: fraction of roofline") if measured else "",
     )
 
 
@@ -421,7 +501,7 @@ def _environment(records: pd.DataFrame, meta: Mapping[str, Any]) -> list[tuple[s
     labels |= {"backend": "backend", "topology": "topology", "date": "date"}
     out = []
     for column, label in labels.items():
-        values = [v for v in dict.fromkeys(records[column]) if v]
+        values = [v for v in dict.fromkeys(records[column]) if v and v != "None"]  # older records: str(None)
         missing = "defaults" if column == "settings" else "not recorded"  # PKROOF_* variables, when any were set
         out.append((label, ", ".join(values) or missing))
     commands = [v for v in dict.fromkeys(records["command"]) if v] if "command" in records else []
@@ -445,6 +525,65 @@ def _shapes(bound: Mapping[str, Any]) -> list[dict[str, Any]]:
     return sorted(out, key=order)
 
 
+def _ordered(records: pd.DataFrame) -> pd.DataFrame:
+    """The implementations table's rows: smallest shape first (by its communication, then its roof: never by the
+    label's text, where "1 GiB" sorts before "256 KiB"), the reference first within a shape, then fastest first;
+    `_order` is that order, the shape column's sort key."""
+    keyed = records.assign(
+        _size=records["comm_bytes"].fillna(0.0),
+        _roof=records["t_roof_s"].fillna(0.0),
+        _ref=records["impl"] != "reference",
+    )
+    ordered = keyed.sort_values(["_size", "_roof", "shape", "_ref", "median_s"], na_position="last")
+    return ordered.drop(columns=["_size", "_roof", "_ref"]).assign(_order=range(len(ordered)))
+
+
+def _flops_by_shape(bound: Mapping[str, Any]) -> dict[tuple[str, Any], float]:
+    return {
+        (str(e.get("shape")), e.get("world_size")): float((e.get("summary") or {}).get("flops") or 0.0)
+        for e in bound.get("shapes") or ()
+    }
+
+
+def _problem_charts(records: pd.DataFrame, bound: Mapping[str, Any]) -> tuple[str, Markup, Markup]:
+    """(the time chart's title, the time chart, the roofline chart) of one problem, GPU measurements only."""
+    gpu = records[~frames.on_cpu_ranks(records)] if len(records) else records
+    x = frames.chart_x(bound)
+    entries = list(bound.get("shapes") or ())
+    sweep = list(bound.get("sweep") or ())
+    flops = _flops_by_shape(bound)
+    keys = zip(gpu["shape"], [None if pd.isna(w) else int(w) for w in gpu["world_size"]], strict=True)
+    measured = gpu.assign(flops=[flops.get(k, math.nan) for k in keys])
+    roof = frames.roofline_frame(sweep, x="flops" if x == "flops" else None)
+    time_fig = figures.roofline_figure(roof, measured, x="flops" if x == "flops" else "comm_bytes")
+    if x == "flops":
+        title = "Time against FLOPs per rank: each shape's roof, predictions and measurements"
+        note = "One point per shape (named or measured), joined by lines; each measurement sits at its own shape."
+    else:
+        title = "Time against size: the roof, its terms, every prediction and the measurements"
+        note = "Sizes in nccl-tests' convention; the roof passes through every measured size."
+    chart = figure_html(time_fig, "roofline", title, note, wide=True)
+    points = frames.intensity_frame(gpu, entries)
+    shapes = frames.shapes_frame(entries, sweep)
+    if len(shapes) and (shapes["flops"] > 0).any():
+        fig = figures.intensity_figure(points, shapes[shapes["flops"] > 0])
+        said = (
+            "Achieved FLOP/s of each measured implementation against its shape's FLOPs per byte of HBM and of link "
+            "traffic (per rank): no point can rise above the lower roof at its intensity."
+        )
+        roofline = figure_html(fig, "intensity", "Achieved FLOP/s against arithmetic intensity", said, wide=True)
+    elif sweep and any(p.get("link_bytes") for p in sweep):
+        fig = figures.collective_roofline_figure(frames.bandwidth_roof_frame(sweep), points)
+        said = (
+            "No FLOPs: each measured implementation's link bytes per rank per second against its size, under the link "
+            "roof, the latency roof (link bytes / the latency term) and the HBM roof."
+        )
+        roofline = figure_html(fig, "intensity", "Achieved bandwidth against size", said, wide=True)
+    else:
+        roofline = Markup("")
+    return title, chart, roofline
+
+
 def problem_page(
     name: str,
     *,
@@ -453,13 +592,14 @@ def problem_page(
     meta: Mapping[str, Any] | None = None,
     assets: str = "",
 ) -> str:
-    """One problem: its bound and advice per shape, the roofline chart, the implementations and the environment.
+    """One problem: its roofline charts, its bound and advice per shape, the implementations and the environment;
+    an analytic page (no records) has no implementations table.
 
     records: records_frame rows of this problem; bound (its "shapes" and "sweep") and meta: see reports/build.py.
     """
     bound, meta = bound or {}, meta or {}
-    ordered = records.assign(_ref=records["impl"] != "reference").sort_values(["shape", "_ref", "median_s"])
-    chart = figures.roofline_figure(frames.roofline_frame(bound.get("sweep", ())), records, title=f"{name}: roofline")
+    time_title, chart, roofline = _problem_charts(records, bound)
+    timed_on_cpu = frames.on_cpu_ranks(records) & records["median_s"].notna()
     return _render(
         "problem",
         name,
@@ -468,24 +608,39 @@ def problem_page(
         meta=meta,
         shapes=_shapes(bound),
         terms=TERMS,
-        chart=figure_html(chart, "roofline"),
-        rows=_rows(ordered.drop(columns="_ref")),
+        time_title=time_title.split(":")[0],
+        chart=chart,
+        roofline=roofline,
+        cpu_rows=int(timed_on_cpu.sum()),
+        rows=_rows(_ordered(records)) if len(records) else [],
+        busbw=bool(records["busbw_Bps"].notna().any()) if len(records) else False,
+        failed=bool((records["status"] != "correct").any()) if len(records) else False,
         environment=_environment(records, meta),
     )
 
 
+def _wrapped(body: str, width: int) -> list[str]:
+    """`body` in at most two lines of about `width` characters, broken at spaces (a GPU's NVML name in its box)."""
+    import textwrap
+
+    lines = textwrap.wrap(body, width) or [""]
+    return lines if len(lines) <= 2 else [lines[0], textwrap.shorten(" ".join(lines[1:]), width, placeholder="…")]
+
+
 def topology_svg(topology: Topology) -> Markup:
-    """The GPUs of one node, the scale-up fabric and the NICs, labelled with link count and speed."""
+    """The GPUs of one node, the scale-up fabric and the NICs, labelled with link count and speed; drawn no larger
+    than its own size, every label inside its box."""
     s, nic = topology.scaleup, topology.nic
     n = topology.gpus_per_node
     cols = min(n, 8)
-    box_w, box_h, gap = 112, 52, 18
+    box_w, box_h, gap = 120, 60, 18
     width = max(cols * (box_w + gap) + 2 * gap, 720)
     gpu_rows = math.ceil(n / cols)
     left = (width - cols * (box_w + gap) + gap) / 2
-    fabric_y = 30 + gpu_rows * (box_h + gap) + 40
-    nic_y = fabric_y + 90
-    height = nic_y + (box_h + 40 if nic else 10)
+    peers = s.kind != "none"
+    fabric_y = 30 + gpu_rows * (box_h + gap) + (40 if peers else -gap)
+    nic_y = fabric_y + (90 if peers else 40)
+    height = (nic_y + box_h + 40) if nic else (fabric_y + (54 if peers else 30))
     gpu_xy = [(left + (i % cols) * (box_w + gap), 30 + (i // cols) * (box_h + gap)) for i in range(n)]
     if s.kind == "nvswitch":
         switches = f"{s.switches_per_node} × NVSwitch" if s.switches_per_node else "NVSwitch"
@@ -497,7 +652,10 @@ def topology_svg(topology: Topology) -> Markup:
     per_gpu = (
         f"{s.links_per_gpu} × {fmt_Bps(s.link_bandwidth_Bps)} = {fmt_Bps(s.total_bandwidth_Bps)} per GPU per direction"
     )
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" width="100%" role="img">']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" width="100%" '
+        f'style="max-width: {width:.0f}px" role="img">'
+    ]
     text = '<text x="{x:.0f}" y="{y:.0f}" font-size="{size}" text-anchor="middle" fill="{fill}">{body}</text>'
     if nic:
         for i, (x, y) in enumerate(gpu_xy):
@@ -507,7 +665,7 @@ def topology_svg(topology: Topology) -> Markup:
                 f'<line x1="{x + box_w / 2:.0f}" y1="{y + box_h:.0f}" x2="{nx + box_w / 2:.0f}" y2="{nic_y:.0f}" '
                 'stroke="#9ca3af" stroke-dasharray="4 3"/>'
             )
-    for x, y in gpu_xy:
+    for x, y in gpu_xy if peers else ():
         parts.append(
             f'<line x1="{x + box_w / 2:.0f}" y1="{y + box_h:.0f}" x2="{x + box_w / 2:.0f}" y2="{fabric_y:.0f}" '
             'stroke="#d97706" stroke-width="2"/>'
@@ -515,25 +673,32 @@ def topology_svg(topology: Topology) -> Markup:
         if n <= 16:
             body = f"{s.links_per_gpu}×"
             parts.append(text.format(x=x + box_w / 2 + 14, y=fabric_y - 8, size=10, fill="#b45309", body=body))
+    name = _wrapped(topology.gpu.name, 19)
     for i, (x, y) in enumerate(gpu_xy):
         parts.append(
             f'<rect x="{x:.0f}" y="{y:.0f}" width="{box_w}" height="{box_h}" rx="6" fill="#eff6ff" stroke="#2563eb"/>'
         )
-        parts.append(text.format(x=x + box_w / 2, y=y + 21, size=13, fill="#1e3a8a", body=f"GPU {i}"))
-        parts.append(text.format(x=x + box_w / 2, y=y + 38, size=10, fill="#374151", body=escape(topology.gpu.name)))
-    bar = f'x="{gap}" y="{fabric_y:.0f}" width="{width - 2 * gap:.0f}" height="44"'
-    parts.append(f'<rect {bar} rx="6" fill="#fffbeb" stroke="#d97706"/>')
-    parts.append(text.format(x=width / 2, y=fabric_y + 18, size=13, fill="#92400e", body=escape(fabric)))
-    parts.append(text.format(x=width / 2, y=fabric_y + 35, size=11, fill="#92400e", body=escape(per_gpu)))
+        parts.append(text.format(x=x + box_w / 2, y=y + 20, size=13, fill="#1e3a8a", body=f"GPU {i}"))
+        for j, line in enumerate(name):
+            parts.append(text.format(x=x + box_w / 2, y=y + 37 + 13 * j, size=10, fill="#374151", body=escape(line)))
+    if peers:
+        bar = f'x="{gap}" y="{fabric_y:.0f}" width="{width - 2 * gap:.0f}" height="44"'
+        parts.append(f'<rect {bar} rx="6" fill="#fffbeb" stroke="#d97706"/>')
+        parts.append(text.format(x=width / 2, y=fabric_y + 18, size=13, fill="#92400e", body=escape(fabric)))
+        parts.append(text.format(x=width / 2, y=fabric_y + 35, size=11, fill="#92400e", body=escape(per_gpu)))
+    else:
+        said = f"{s.generation}: no peer in this node, so nothing is communicated"
+        parts.append(text.format(x=width / 2, y=fabric_y + 22, size=12, fill="#6b7280", body=escape(said)))
     if nic:
         start = (width - nic.count_per_node * (box_w + gap) + gap) / 2
         for k in range(nic.count_per_node):
             x = start + k * (box_w + gap)
             box = f'x="{x:.0f}" y="{nic_y:.0f}" width="{box_w}" height="{box_h}"'
             parts.append(f'<rect {box} rx="6" fill="#f0fdf4" stroke="#15803d"/>')
-            parts.append(text.format(x=x + box_w / 2, y=nic_y + 21, size=12, fill="#14532d", body=f"NIC {k}"))
-            label = f"{escape(nic.model)} · {fmt_Bps(nic.rate_Bps)}"
-            parts.append(text.format(x=x + box_w / 2, y=nic_y + 38, size=10, fill="#374151", body=label))
+            parts.append(text.format(x=x + box_w / 2, y=nic_y + 20, size=12, fill="#14532d", body=f"NIC {k}"))
+            for j, line in enumerate(_wrapped(f"{nic.model} · {fmt_Bps(nic.rate_Bps)}", 19)):
+                at = nic_y + 37 + 13 * j
+                parts.append(text.format(x=x + box_w / 2, y=at, size=10, fill="#374151", body=escape(line)))
         rdma = ", GPUDirect RDMA" if nic.gpudirect_rdma else ""
         caption = f"dashed: PCIe from each GPU to its NIC ({escape(nic.kind)}{rdma})"
         parts.append(text.format(x=width / 2, y=height - 8, size=11, fill="#6b7280", body=caption))
@@ -567,7 +732,9 @@ def _charts(topology: Topology) -> list[tuple[str, list[Markup]]]:
         for sweep in ("size", "ctas"):
             if any(((f["mechanism"] == mechanism) & (f["sweep"] == sweep)).any() for f in (curves, model)):
                 fig = figures.bandwidth_figure(curves, model, mechanism=mechanism, sweep=sweep)
-                charts.append(figure_html(fig, f"bw-{len(out)}-{sweep}"))
+                what = "bus bandwidth (link bytes / time, as nccl-tests)" if mechanism == "nccl" else "bandwidth"
+                title = f"{what} against size" if sweep == "size" else "bandwidth against CTAs"
+                charts.append(figure_html(fig, f"bw-{len(out)}-{sweep}", title))
         out.append((mechanism, charts))
     return out
 

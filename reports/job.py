@@ -14,6 +14,7 @@ from typing import Any
 from pkroof.profilers.analysis import NeedsDataError, ProblemAnalysis, analyze
 from pkroof.profilers.evaluate import evaluate
 from pkroof.profilers.records import read_files, topology_name
+from pkroof.rooflines.analysis import SweepPoint
 from pkroof.topology import Topology, resolve
 
 REAL_SHAPE = "llama3-70b-tp8"  # an analytic page's shape where a problem has it, else its first real one
@@ -29,6 +30,15 @@ def _entry(pa: ProblemAnalysis, *, shape: str, world: int, params: dict[str, Any
         "summary": summary,
         "advice": summary["recommendation"],
     }
+
+
+def _with_own(sweep: list[dict[str, Any]], pa: ProblemAnalysis) -> list[dict[str, Any]]:
+    """The sweep with this shape's own bound among its points: a chart's roof then passes through every shape that
+    is measured or advised, whatever the sweep sampled (a GEMM measured at a shape of its own, a collective at a
+    size between the sweep's)."""
+    own = SweepPoint.of(pa.bound).to_dict()
+    points = {(p["size_bytes"], p["flops"]): p for p in [*sweep, own]}
+    return sorted(points.values(), key=lambda p: (p["size_bytes"], p["flops"]))
 
 
 def _meta(pa: ProblemAnalysis, name: str, command: str | None = None) -> dict[str, Any]:
@@ -67,6 +77,7 @@ def _pages_data(found: list[dict[str, Any]], topo: Topology, log: Callable[[str]
     bounds: dict[str, dict[str, Any]] = {}
     categories, meta, left_out = {}, {}, {}
     records: list[dict[str, Any]] = []
+    superseded = 0
     if not found:
         pages, left_out = _analytic(topo)
         for name, why in left_out.items():
@@ -74,13 +85,15 @@ def _pages_data(found: list[dict[str, Any]], topo: Topology, log: Callable[[str]
         command = f"pkroof report --topology {topo.name} (analytic: bound and advice, not measured)"
         for name, pa in pages.items():
             entry = _entry(pa, shape=pa.shape, world=pa.bound.system.world_size, params=pa.params)
-            bounds[name] = {"sweep": [p.to_dict() for p in pa.analysis.sweep], "shapes": [entry]}
+            bounds[name] = {"sweep": _with_own([p.to_dict() for p in pa.analysis.sweep], pa), "shapes": [entry]}
             categories[name], meta[name] = pa.problem.category, _meta(pa, name, command)
     else:
+        log(f"{topo.name}: bounding the problems of {len(found)} record{'s' * (len(found) != 1)}")
         evaluation = evaluate(found, topo, sweep=True, log=log)
-        records = evaluation.records
+        records, superseded = evaluation.records, evaluation.superseded
         for (name, shape, _, world), pa in evaluation.analyses.items():
             page = bounds.setdefault(name, {"sweep": [p.to_dict() for p in pa.analysis.sweep], "shapes": []})
+            page["sweep"] = _with_own(page["sweep"], pa)
             page["shapes"].append(_entry(pa, shape=shape, world=world, params=pa.params))
             categories[name] = pa.problem.category if pa.problem else "user"
             meta[name] = _meta(pa, name)
@@ -91,6 +104,7 @@ def _pages_data(found: list[dict[str, Any]], topo: Topology, log: Callable[[str]
         "categories": categories,
         "problems_meta": meta,
         "left_out": left_out,
+        "superseded": superseded,
     }
 
 
@@ -146,6 +160,7 @@ def report(
     out: Path,
     fmt: str = "html",
     log: Callable[[str], None] = print,
+    force: bool = False,
 ) -> list[Path]:
     """Render every problem found in the result files against `topology` (default: the one they were measured
     on); unreadable lines are reported, skipped, but result files without a single record are a ValueError.
@@ -155,7 +170,10 @@ def report(
     """
     from . import build, frames
 
-    build.check_out(out, replace=fmt == "html")
+    if fmt == "html":
+        build.check_out(out)
+    else:  # an export never replaces a file in the user's folder unasked
+        build.check_export(out, fmt, force=force)
     found = read_files(results or _recorded(topology), log)
     if results and not found:
         where = "in it" if len(results) == 1 else "in them"
@@ -167,8 +185,9 @@ def report(
                 f"nothing measured to export on {topo.name}: name results files (without them the {topo.name} "
                 "report is analytic, html only)"
             )
-        return [build.write_export(frames.records_frame(evaluate(found, topo, log=log).records), out, fmt)]
-    return build.write_report(out, **_pages_data(found, topo, log))
+        frame = frames.records_frame(evaluate(found, topo, log=log).records)
+        return [build.write_export(frame, out, fmt, force=force)]
+    return build.write_report(out, **_pages_data(found, topo, log), log=log)
 
 
 def main_job(out: Path, *, log: Callable[[str], None] = print) -> list[Path]:
@@ -192,4 +211,4 @@ def main_job(out: Path, *, log: Callable[[str], None] = print) -> list[Path]:
             others[name] = _pages_data([], resolve(name), lambda m: None)  # a line per preset, not per problem
             if others[name]["left_out"]:
                 log(_left_out_line(others[name]["topology"], others[name]))
-    return build.write_report(out, **main, others=others)
+    return build.write_report(out, **main, others=others, log=log)

@@ -31,6 +31,9 @@ class SweepPoint:
     link_s: float
     latency_s: float
     predictions: dict[str, float]  # Prediction.key → t_s
+    flops: float = 0.0  # the busiest rank's, all dtypes: what a chart of shapes without a size is drawn against
+    hbm_bytes: float = 0.0
+    link_bytes: float = 0.0  # on the binding tier, per rank
 
     @classmethod
     def of(cls, b: Bound) -> SweepPoint:
@@ -42,11 +45,17 @@ class SweepPoint:
             b.t_link_s,
             b.t_latency_s,
             {p.key: p.t_s for p in b.predictions},
+            sum(op.flops for op in b.workload.compute),
+            b.workload.hbm_bytes,
+            b.link_bytes_per_rank,
         )
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "size_bytes": self.size_bytes,
+            "flops": self.flops,
+            "hbm_bytes": self.hbm_bytes,
+            "link_bytes": self.link_bytes,
             "t_roof_s": self.t_roof_s,
             "compute_s": self.compute_s,
             "hbm_s": self.hbm_s,
@@ -60,7 +69,7 @@ class SweepPoint:
 class Analysis:
     workload: Workload
     bound: Bound
-    advice: Advice
+    advice: Advice | None  # None: nothing to communicate and no peer to do it with (one GPU): no pair to advise
     sweep: tuple[SweepPoint, ...] = field(default=())  # ascending size
 
     def to_dict(self) -> dict[str, Any]:
@@ -71,6 +80,13 @@ class Analysis:
 def analyze(workload: Workload, system: System, *, sweep: Iterable[Workload] = ()) -> Analysis:
     """The workload's bound and advice on `system`, and the bound of each workload in `sweep` (the same problem at
     other sizes or shapes), sorted by size."""
+    if workload.comm and system.world_size == 1 and not system.available:
+        kinds = ", ".join(dict.fromkeys(op.kind.value for op in workload.comm))
+        raise ValueError(
+            f"{system.name} has one GPU and no peer, but {workload.name} communicates ({kinds}): bound it on a "
+            "topology with peers (pkroof presets lists them); one GPU bounds a problem of compute and memory alone"
+        )
     b = bound(workload, system)
     points = sorted((SweepPoint.of(bound(w, system)) for w in sweep), key=lambda p: p.size_bytes)
-    return Analysis(workload, b, advise(b), tuple(points))
+    advice = advise(b) if (b.predictions or workload.comm) else None
+    return Analysis(workload, b, advice, tuple(points))

@@ -19,6 +19,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from . import nccl
 from .collectives import ZERO, Algorithm, Collective, TieredTraffic, Traffic, hierarchical_traffic, traffic
 from .mechanisms import DEVICE_INITIATED, LL_PUSH, Mechanism, Protocol, Schedule, TransferModel, label
 from .system import System
@@ -64,7 +65,7 @@ def _local_reduce_bytes(kind: Collective, algorithm: Algorithm, size: float, n: 
 # A copy-engine collective reduces each chunk as it lands, behind the DMA of the next, so only the last chunk's
 # reduction is exposed. The last chunk is pkroof's (kernels/copy_engine.py: chunks per peer halve towards a last
 # one of 4 MiB). Charging the whole reduction after the transfers put the model 11-19% above the pipelined kernels
-# at 64 and 256 MiB on 2xH200 (benchmarks/2026-11-30-ceilings-h200x2.md).
+# at 64 and 256 MiB on 2xH200 (benchmarks/kernels/2026-11-30-ceilings-h200x2.md).
 CE_TAIL_BYTES, CE_MAX_CHUNK_BYTES = 4 << 20, 64 << 20
 
 
@@ -96,6 +97,18 @@ class OpCost:
     # copy-engine collective's last chunk's (the rest lands and is copied out or reduced behind later DMAs)
     exposed: float = 1.0
     protocol: Protocol = Protocol.SIMPLE
+    nccl: nccl.NcclChoice | None = None  # NCCL's own pair and costs, where its tuning is known
+    regime: str = ""  # NCCL priced by a probe's fits: which of its regimes ("fit 2/3")
+
+    @property
+    def algorithm_name(self) -> str:
+        return self.algorithm.value if self.nccl is None else self.nccl.algorithm.value
+
+    @property
+    def protocol_name(self) -> str:
+        if self.nccl is not None:
+            return self.nccl.protocol.value
+        return self.regime or self.protocol.value
 
     @property
     def total_s(self) -> float:
@@ -111,8 +124,23 @@ class OpCost:
         return (self.traffic.send_bytes + self.traffic.recv_bytes) * self.exposed
 
 
+def _explicit_traffic(op: CommOp, system: System, algorithm: Algorithm, scale: float) -> TieredTraffic | None:
+    """An op whose rank's bytes are given (uneven splits, unequal lists, a point-to-point batch): direct, one step,
+    whatever the algorithm (the switch cannot reduce or multicast bytes that differ per peer). Across nodes the
+    peers are spread over them: (N − 1)/N of the bytes cross the NICs."""
+    if algorithm is Algorithm.IN_NETWORK:
+        return None
+    send, recv = (op.send_bytes or 0.0) * scale, (op.recv_bytes or 0.0) * scale
+    if op.group_size <= system.ranks_per_node:
+        return TieredTraffic(Traffic(send, recv, 1), ZERO)
+    off = (op.group_size // system.ranks_per_node - 1) / (op.group_size // system.ranks_per_node)
+    return TieredTraffic(Traffic(send * (1 - off), recv * (1 - off), 1), Traffic(send * off, recv * off, 1))
+
+
 def _op_traffic(op: CommOp, system: System, algorithm: Algorithm, size: float) -> TieredTraffic | None:
     """Busiest rank's traffic per tier; a group within one node has no scale-out traffic."""
+    if op.explicit:
+        return _explicit_traffic(op, system, algorithm, size / op.size_bytes if op.size_bytes else 1.0)
     g = min(op.group_size, system.ranks_per_node)
     if op.group_size > system.ranks_per_node:
         return hierarchical_traffic(op.kind, size, g, op.group_size // g, intra=algorithm)
@@ -127,6 +155,42 @@ def _network_s(tiers: TieredTraffic, system: System) -> tuple[float, float]:
     net = system.network
     assert net is not None
     return tiers.scaleout.bytes / net.peak_bandwidth_Bps, net.latency_for(tiers.scaleout.num_steps)
+
+
+# the traffic model of each of NCCL's algorithms (collectives.py), for what an overlapped NCCL call stages in HBM
+_NCCL_TRAFFIC = {
+    nccl.NcclAlgorithm.RING: Algorithm.RING,
+    nccl.NcclAlgorithm.TREE: Algorithm.RING,
+    nccl.NcclAlgorithm.NVLS: Algorithm.IN_NETWORK,
+    nccl.NcclAlgorithm.NVLS_TREE: Algorithm.IN_NETWORK,
+    nccl.NcclAlgorithm.P2P: Algorithm.ONE_SHOT,
+    nccl.NcclAlgorithm.SYMMETRIC: Algorithm.ONE_SHOT,
+}
+
+
+def _nccl_cost(op: CommOp, system: System, m: TransferModel, run: nccl.NcclRun | None = None) -> OpCost:
+    """One NCCL call as NCCL runs it by default on this system (rooflines/nccl.py): its algorithm and protocol, its
+    latency and bandwidth time, captured in a graph."""
+    assert m.nccl is not None
+    g = min(op.group_size, system.ranks_per_node)
+    nodes = max(1, op.group_size // g)
+    share = system.network.peak_bandwidth_Bps if nodes > 1 and system.network is not None else 0.0
+    choice = nccl.choose(op.kind, op.size_bytes, g, m.nccl, nodes=nodes, network_share_Bps=share, run=run or m.nccl_run)
+    tiers = _op_traffic(op, system, _NCCL_TRAFFIC[choice.algorithm], op.size_bytes)
+    if tiers is None:  # NCCL's p2p and rings do what its traffic model's one-shot and ring do
+        tiers = _op_traffic(op, system, Algorithm.ONE_SHOT, op.size_bytes)
+    assert tiers is not None, op.kind
+    alg = _NCCL_TRAFFIC[choice.algorithm]
+    return OpCost(alg, choice.bandwidth_s, choice.latency_s, tiers.scaleup + tiers.scaleout, nccl=choice)
+
+
+def _fit_regime(m: TransferModel, kind: str, num_bytes: float) -> str:
+    """Which of a probe's NCCL regimes for `kind` prices `num_bytes` ("fit 2/3"); "" where it fitted none."""
+    regimes = [(lat, peak) for name, lat, peak in m.collective_fits if name == kind]
+    if not regimes:
+        return ""
+    best = min(range(len(regimes)), key=lambda i: regimes[i][0] + num_bytes / regimes[i][1])
+    return f"fit {best + 1}/{len(regimes)}"
 
 
 def _cost(
@@ -152,6 +216,8 @@ def _cost(
     ll = protocol is Protocol.LL
     if ll and m.mechanism not in LL_PUSH:
         return None
+    if m.mechanism is Mechanism.NCCL and m.nccl is not None:
+        return _nccl_cost(op, system, m)
     best: OpCost | None = None
     size = op.size_bytes * read_multiplier
     for alg in _algorithms(m.mechanism, op.kind):
@@ -163,11 +229,17 @@ def _cost(
         model = m.for_collective(op.kind.value, tiers.scaleup.bytes)
         if tiers.scaleup.send_bytes and tiers.scaleup.recv_bytes:
             # both directions busy: pull all-reduce on 2xH200 ran 16-18% over a model at the one-way rate (SM
-            # loads: 375 GB/s one way, 336 both ways; benchmarks/2026-11-30-ceilings-h200x2.md). NCCL's own
+            # loads: 375 GB/s one way, 336 both ways; benchmarks/kernels/2026-11-30-ceilings-h200x2.md). NCCL's own
             # fits are of whole collectives and already hold it. The roof keeps the one-way rate: a bound.
             model = model.both_ways()
         net_bw_s, net_lat_s = _network_s(tiers, system)
         line_bytes = tiers.scaleup.bytes * (2 if ll else 1)
+        if m.mechanism is Mechanism.MULTIMEM and op.kind is Collective.ALL_REDUCE:
+            # a rank's own chunk crosses its link to the switch too (multimem reads and multicasts go through the
+            # switch for every member): (n+1)/n·S each way, as NCCL's maintainers count NVLS (NVIDIA/nccl-tests#212,
+            # NVIDIA/nccl#2140). The roof keeps S: a bound
+            g = min(op.group_size, system.ranks_per_node)
+            line_bytes *= (g + 1) / g
         bw_s = max(line_bytes / model.bandwidth_Bps(num_ctas), net_bw_s)
         exposed, chunk_latency_s = 1.0, 0.0
         if m.mechanism is Mechanism.COPY_ENGINE and chunked:
@@ -177,7 +249,8 @@ def _cost(
             bw_s += _local_reduce_bytes(op.kind, alg, size, g) * exposed / system.hbm_bandwidth_Bps
             # every chunk after the first is DMAs of its own, each paying the copy engine's start-up α: with no
             # local work at all, 256 MiB collectives on 2xH200 took 2.75-2.88 µs more per extra chunk (a line
-            # through 2-16 chunks; the probe's α: 2.77 µs; benchmarks/data/2026-11-30-eighth/call1-ce-sweep.log)
+            # through 2-16 chunks; the probe's α: 2.77 µs;
+            # benchmarks/kernels/data/2026-11-30-gemm-rates/call1-ce-sweep.log)
             chunk_latency_s = (_ce_chunks(per_peer) - 1) * model.latency_s
         elif m.mechanism is Mechanism.COPY_ENGINE:  # whole shards: the local reduction follows the last one
             g = min(op.group_size, system.ranks_per_node)
@@ -192,7 +265,8 @@ def _cost(
             latency_s = model.latency_for(tiers.scaleup.num_steps) + model.handoff_for(protocol)
         else:
             latency_s = model.latency_for(tiers.scaleup.num_steps + 1) + net_lat_s + model.handoff_s + chunk_latency_s
-        cost = OpCost(alg, bw_s, latency_s, tiers.scaleup + tiers.scaleout, exposed, protocol)
+        regime = _fit_regime(m, op.kind.value, tiers.scaleup.bytes) if m.mechanism is Mechanism.NCCL else ""
+        cost = OpCost(alg, bw_s, latency_s, tiers.scaleup + tiers.scaleout, exposed, protocol, regime=regime)
         if best is None or _choice_s(cost, system, staged) < _choice_s(best, system, staged):
             best = cost
     return best
@@ -212,8 +286,13 @@ class Prediction:
     comm_s: float  # communication's bandwidth time
     latency_s: float
     fill_s: float  # pipeline prologue/epilogue that cannot overlap
-    algorithms: tuple[str, ...]  # per comm op
+    algorithms: tuple[str, ...]  # per comm op (NCCL: the algorithm it picks, "ring", "nvls", "p2p", ...)
     protocol: Protocol = Protocol.SIMPLE
+    protocols: tuple[str, ...] = ()  # per comm op: NCCL's ("ll", "ll128", "simple"), or a probe fit's regime
+    # NCCL only, where its tuning is known: the same calls as eager PyTorch calls the program waits on (t_s is their
+    # time captured in a CUDA graph, as pkroof times), and with buffers registered for NCCL's symmetric kernels
+    t_eager_s: float | None = None
+    t_symmetric_s: float | None = None
 
     @property
     def key(self) -> str:
@@ -239,6 +318,12 @@ class Bound:
     link_tier: str  # "scale-up" or "scale-out": where t_link binds
     peak_flops: float  # FLOP/s of the workload's FLOPs (their dtype's peak; FLOP-weighted if mixed)
     predictions: tuple[Prediction, ...]  # fastest first
+    # where ranks differ (Workload.ranks): the rank that set each term ("compute", "hbm", "link", "latency"), and
+    # the busiest rank's FLOPs, HBM bytes and communication; alike on every rank, busiest is empty
+    busiest: dict[str, int] = dataclasses.field(default_factory=dict)
+    flops: float = 0.0
+    hbm_bytes: float = 0.0
+    comm: tuple[CommOp, ...] = ()
 
     @property
     def t_roof_s(self) -> float:
@@ -259,11 +344,13 @@ class Bound:
 
 @dataclass(frozen=True)
 class _LinkFloor:
-    seconds: float
+    seconds: float  # the busier direction's bytes at the tier's rate
     num_bytes: float
     bandwidth_Bps: float
     tier: str
     latency_s: float
+    send_bytes: float = 0.0  # each direction's bytes on that tier
+    recv_bytes: float = 0.0
 
 
 def _link_floor(op: CommOp, system: System) -> _LinkFloor:
@@ -279,10 +366,12 @@ def _link_floor(op: CommOp, system: System) -> _LinkFloor:
             net_bw_s, net_lat_s = _network_s(tiers, system)
             up_s = tiers.scaleup.bytes / m.peak_bandwidth_Bps
             if net_bw_s > up_s:
-                net = system.network
-                cand = _LinkFloor(net_bw_s, tiers.scaleout.bytes, net.peak_bandwidth_Bps, "scale-out", 0.0)
+                net, out = system.network, tiers.scaleout
+                cand = _LinkFloor(net_bw_s, out.bytes, net.peak_bandwidth_Bps, "scale-out", 0.0, out.send_bytes,
+                                  out.recv_bytes)  # fmt: skip
             else:
-                cand = _LinkFloor(up_s, tiers.scaleup.bytes, m.peak_bandwidth_Bps, "scale-up", 0.0)
+                up = tiers.scaleup
+                cand = _LinkFloor(up_s, up.bytes, m.peak_bandwidth_Bps, "scale-up", 0.0, up.send_bytes, up.recv_bytes)
             latency = min(latency, m.latency_for(tiers.scaleup.num_steps) + net_lat_s)
             if best is None or cand.seconds < best.seconds:
                 best = cand
@@ -295,18 +384,43 @@ def _link_floor(op: CommOp, system: System) -> _LinkFloor:
 # limit), a shorter one the peak. pkroof times at least 3 back-to-back calls per sample; on 2xH200 the limiter
 # held the GPU at 700 W through samples of 8.4 ms of continuous matmuls (3 calls of 2.8 ms: 688 TFLOP/s) but not
 # through samples of 4.3 ms (3 calls of 1.43 ms: 768, as one call after idle), so the line sits between a
-# 1.43 ms and a 2.8 ms call (benchmarks/2026-11-30-gemm-rates-h200x2.md).
+# 1.43 ms and a 2.8 ms call (benchmarks/kernels/2026-11-30-gemm-rates-h200x2.md).
 SUSTAINED_AFTER_S = 2e-3
 
 
 def _rate(op: ComputeOp, system: System) -> float:
-    """FLOP/s a prediction charges `op`: the sustained rate for a long op (SUSTAINED_AFTER_S), else the peak."""
+    """FLOP/s a prediction charges `op`: the sustained rate for a long op (SUSTAINED_AFTER_S), else the burst rate
+    (a matmul alone after idle: the peak where none is known, a probed node's peak being its measured burst)."""
     peak = system.peak_flops_for(op.dtype)
-    return system.sustained_flops_for(op.dtype) if op.flops / peak >= SUSTAINED_AFTER_S else peak
+    long = op.flops / peak >= SUSTAINED_AFTER_S
+    return system.sustained_flops_for(op.dtype) if long else system.burst_flops_for(op.dtype)
+
+
+# cuBLAS splits a GEMM along K only where each piece keeps a long K loop: this many FLOPs of a 128×256 tile, K =
+# 2048. The 1024³ fp8 GEMMs of Azure's tables ran at one unsplit wave (H100 7.83 µs, H200 7.38, GB200 4.39: one
+# 128×256 tile of K = 1024 at one SM's share of the rate, 6.3 µs on H100, plus a little), not at the 1.6 µs a
+# 4-way split would give; a GEMM of small M and long K (decode) is split, as its weights' HBM time says it must be
+SPLIT_K_MIN_FLOPS = 2 * 128 * 256 * 2048
+
+
+def _alone_s(op: ComputeOp, system: System) -> float:
+    """A compute op as a library kernel runs it alone on every SM: its FLOPs at its rate, and a tiled op (a GEMM) at
+    least its waves of whole tiles, split along K where its tiles leave SMs idle and K is long (split-K,
+    SPLIT_K_MIN_FLOPS): the last wave of 132 SMs holding 4 tiles costs a whole tile's time, and a GEMM of small M
+    pays for its tiles' padded rows. Azure's cuBLASLt fp8 GEMMs on one H100 ran at 0.88-0.99 of their best rate
+    from 4096³ up, and at 0.2-0.7 below (Azure/AI-benchmarking-guide, ND_H100_v5_results.md)."""
+    rate = _rate(op, system)
+    t = op.flops / rate
+    if op.tile_flops:
+        sms = system.sm_count
+        split = max(1, min(sms // op.num_tiles, int(op.tile_flops // SPLIT_K_MIN_FLOPS)))
+        waves = -(-op.num_tiles * split // sms)
+        t = max(t, waves * op.tile_flops / split * sms / rate)
+    return t
 
 
 def _serial_compute_s(w: Workload, system: System) -> float:
-    return sum(max(op.flops / _rate(op, system), op.hbm_bytes / system.hbm_bandwidth_Bps) for op in w.compute)
+    return sum(max(_alone_s(op, system), op.hbm_bytes / system.hbm_bandwidth_Bps) for op in w.compute)
 
 
 def _flops_s(w: Workload, system: System, *, roof: bool = False) -> float:
@@ -322,7 +436,7 @@ def _tile_waves_s(w: Workload, system: System, sms: int) -> float:
     SM's share of the peak. Below a wave of tiles this, not FLOPs / peak, is the GEMM's time: on 2xH200 the
     inter-SM kernel's excess over a FLOPs-only model was 5.0-6.5 µs for one 128×256 tile with K = 128 and
     10.8 µs for 2 and 8 tiles with K = 512, the difference (4.4 µs) one such tile's 4.2 µs
-    (benchmarks/2026-11-30-fixed-costs-h200x2.md)."""
+    (benchmarks/kernels/2026-11-30-fixed-costs-h200x2.md)."""
     return sum(
         -(-op.num_tiles // sms) * op.tile_flops * system.sm_count / _rate(op, system)
         for op in w.compute
@@ -334,7 +448,7 @@ def _waves(w: Workload, sms: int) -> int:
     """Waves of whole tiles on `sms` SMs (the tiled ops' most); a large number when nothing is tiled. Tiles of one
     wave finish together, so communication that follows them has nothing left to overlap with: a pipeline is
     at most this deep (inter-SM GEMM + all-reduce, 2xH200: 64 tiles on 100 SMs ran 17.6% over a two-deep fill,
-    benchmarks/2026-11-30-fixed-costs-h200x2.md)."""
+    benchmarks/kernels/2026-11-30-fixed-costs-h200x2.md)."""
     tiled = [op.num_tiles for op in w.compute if op.tile_flops]
     return max(1, -(-max(tiled) // sms)) if tiled else 1 << 30
 
@@ -345,7 +459,7 @@ def _staging_s(costs: list[OpCost], system: System) -> float:
     and the peer reads it there; push: it lands in the receiver's inbox and is copied out). A pipelined
     copy-engine collective pays its last chunk's share only: charged whole, its staging put the model 14-16%
     above the kernels at 256 MiB-1 GiB on 2xH200, 2 GiB of staging (509 µs) on a 2.90 ms all-reduce whose link
-    time alone is 2.88 ms (benchmarks/2026-11-30-gemm-rates-h200x2.md, §5)."""
+    time alone is 2.88 ms (benchmarks/kernels/2026-11-30-gemm-rates-h200x2.md, §5)."""
     return sum(c.staged_bytes for c in costs) / system.hbm_bandwidth_Bps
 
 
@@ -361,8 +475,10 @@ def _serial(
     declares its CTA count: that many). Anything but NCCL, whose measured rates already include its copies,
     also pays the staging of ordinary tensors through symmetric memory, after the transfers: pkroof's kernels
     on h200x2 measured 5-18% above the sum and 19-55% above the max of the two
-    (benchmarks/2026-11-30-kernels-h200x2.md)."""
-    if m.mechanism is Mechanism.NCCL and m.num_ctas_default:
+    (benchmarks/kernels/2026-11-30-kernels-h200x2.md)."""
+    if m.mechanism is Mechanism.NCCL and m.nccl is not None:
+        ctas, used = m.nccl.channels, m.nccl.channels
+    elif m.mechanism is Mechanism.NCCL and m.num_ctas_default:
         ctas, used = m.num_ctas_default, m.num_ctas_default
     elif m.uses_sms:
         ctas, used = (comm_sms, comm_sms) if comm_sms else (system.sm_count, min(m.ctas_for(1.0), system.sm_count))
@@ -379,7 +495,15 @@ def _serial(
         comm_s += _staging_s(costs, system)
     lat_s = sum(c.latency_s for c in costs)
     compute_s = _serial_compute_s(w, system)
-    busy_s = max(compute_s + comm_s, w.hbm_bytes / system.hbm_bandwidth_Bps)
+    hbm_s = w.hbm_bytes / system.hbm_bandwidth_Bps
+    busy_s = max(compute_s + comm_s, hbm_s)
+    eager_s = symmetric_s = None
+    if m.mechanism is Mechanism.NCCL and m.nccl is not None:
+        eager_s = busy_s + lat_s + sum(c.nccl.host_overhead_s for c in costs if c.nccl)
+        if "symmetric/ll" in m.nccl.lines:
+            run = dataclasses.replace(m.nccl_run, registered=True)
+            sym = [_nccl_cost(op, system, m, run) for op in w.comm]
+            symmetric_s = max(compute_s + sum(c.bandwidth_s for c in sym), hbm_s) + sum(c.latency_s for c in sym)
     return Prediction(
         m.mechanism,
         Schedule.SERIAL,
@@ -389,8 +513,11 @@ def _serial(
         comm_s,
         lat_s,
         0.0,
-        tuple(c.algorithm.value for c in costs),
+        tuple(c.algorithm_name for c in costs),
         protocol,
+        tuple(c.protocol_name for c in costs),
+        eager_s,
+        symmetric_s,
     )
 
 
@@ -431,7 +558,8 @@ def _overlapped(
         case Schedule.INTRA_SM:
             candidates, staged, tiles = range(1, sm), False, True
         case Schedule.INTER_SM:
-            candidates = [m.num_ctas_default] if m.mechanism is Mechanism.NCCL else range(1, sm)
+            nccl_ctas = m.nccl.channels if m.nccl is not None else m.num_ctas_default
+            candidates = [nccl_ctas] if m.mechanism is Mechanism.NCCL else range(1, sm)
             candidates = [k for k in candidates if 0 < k < sm]
             staged, tiles = True, False
         case Schedule.CE_OVERLAP:
@@ -467,8 +595,10 @@ def _overlapped(
         fill_s = min(compute_s, comm_s) / depth
         t = max(compute_s, hbm_s, comm_s) + lat_s + fill_s
         if best is None or t < best.t_s:
+            algorithms = tuple(c.algorithm_name for c in costs)
+            protocols = tuple(c.protocol_name for c in costs)
             best = Prediction(
-                m.mechanism, schedule, k, t, compute_s, comm_s, lat_s, fill_s, tuple(c.algorithm.value for c in costs)
+                m.mechanism, schedule, k, t, compute_s, comm_s, lat_s, fill_s, algorithms, protocols=protocols
             )
     return best
 
@@ -543,24 +673,73 @@ def check_fits(w: Workload, capacity_bytes: float, gpu: str) -> None:
         )
 
 
-def bound(w: Workload, system: System) -> Bound:
-    for op in w.comm:
-        if op.group_size > system.world_size:
-            raise ValueError(f"{op.name}: group of {op.group_size} ranks on a world of {system.world_size}")
-        if op.group_size > system.ranks_per_node and op.group_size % system.ranks_per_node:
-            raise ValueError(
-                f"{op.name}: a group of {op.group_size} does not fill whole nodes of {system.ranks_per_node}"
-            )
+def _chain_s(ops: tuple[CommOp, ...], latency_s: list[float]) -> float:
+    """The longest chain of dependent steps: each op starts when every op it comes after has finished (an op with
+    `after` None comes after the op before it, as a hand-written workload's ops run in order); ops that depend on
+    none of each other overlap."""
+    finish: dict[str, float] = {}
+    longest, previous = 0.0, None
+    for op, lat in zip(ops, latency_s, strict=True):
+        before = op.after if op.after is not None else ((previous,) if previous else ())
+        finish[op.name] = max((finish[b] for b in before), default=0.0) + lat
+        longest, previous = max(longest, finish[op.name]), op.name
+    return longest
+
+
+@dataclass(frozen=True)
+class _Terms:
+    compute_s: float
+    hbm_s: float
+    link_s: float
+    link_bytes: float
+    link_bandwidth_Bps: float
+    tier: str
+    latency_s: float
+    flops: float
+    peak_flops: float
+
+
+def _link_s(ops: tuple[CommOp, ...], floors: list[_LinkFloor], tier: str) -> tuple[float, float]:
+    """(seconds, bytes) the busiest rank's link on `tier` needs at least: each direction carries all its bytes
+    (sends out, receives in), and ops that depend on one another cannot overlap, so a chain of them carries each
+    op's busier direction in turn; the longer of the two. Ops of a hand-written workload run in order: the sum."""
+    mine = [(op, f) if f.tier == tier else (op, dataclasses.replace(f, seconds=0.0, num_bytes=0.0)) for op, f in
+            zip(ops, floors, strict=True)]  # fmt: skip
+    chain_s = _chain_s(ops, [f.seconds for _, f in mine])
+    chain_bytes = _chain_s(ops, [f.num_bytes for _, f in mine])
+    sends = [f.send_bytes / f.bandwidth_Bps for _, f in mine if f.seconds]
+    recvs = [f.recv_bytes / f.bandwidth_Bps for _, f in mine if f.seconds]
+    sent, received = sum(sends), sum(recvs)
+    if chain_s >= max(sent, received):
+        return chain_s, chain_bytes
+    busier = [f.send_bytes if sent >= received else f.recv_bytes for _, f in mine if f.seconds]
+    return max(sent, received), sum(busier)
+
+
+def _terms(w: Workload, system: System) -> _Terms:
+    """The roof's terms for one rank's view."""
     flops_s = _flops_s(w, system, roof=True)
     total_flops = sum(op.flops for op in w.compute)
     floors = [_link_floor(op, system) for op in w.comm]
     tiers = {f.tier for f in floors} or {"scale-up"}
-    seconds = {t: sum(f.seconds for f in floors if f.tier == t) for t in tiers}
-    tier = max(seconds, key=seconds.__getitem__)
-    link_s = seconds[tier]
-    link_bytes = sum(f.num_bytes for f in floors if f.tier == tier)
+    link = {t: _link_s(w.comm, floors, t) for t in tiers}
+    tier = max(link, key=lambda t: link[t][0])
+    link_s, link_bytes = link[tier]
     best_peak = max((m.peak_bandwidth_Bps for m in system.available), default=0.0)
-    link_bw = link_bytes / link_s if link_s else best_peak
+    return _Terms(
+        compute_s=flops_s,
+        hbm_s=w.hbm_bytes / system.hbm_bandwidth_Bps,
+        link_s=link_s,
+        link_bytes=link_bytes,
+        link_bandwidth_Bps=link_bytes / link_s if link_s else best_peak,
+        tier=tier,
+        latency_s=_chain_s(w.comm, [f.latency_s for f in floors]),
+        flops=total_flops,
+        peak_flops=total_flops / flops_s if flops_s else system.peak_flops.get(w.dtype, 0.0),
+    )
+
+
+def _predictions(w: Workload, system: System) -> list[Prediction]:
     predictions = []
     for m in system.available:
         for schedule in _schedules(w, m):
@@ -569,17 +748,88 @@ def bound(w: Workload, system: System) -> Bound:
                 predictions.append(p)
         if m.mechanism in LL_PUSH and (ll := _serial(w, system, m, protocol=Protocol.LL)) is not None:
             predictions.append(ll)
+    return predictions
+
+
+ENVELOPE_AFTER = 4  # views beyond which predictions are made once, for their envelope, not for each view
+
+
+def _envelope(views: tuple[Workload, ...]) -> Workload | None:
+    """One workload at least as heavy as every view in every respect (each compute op's FLOPs, each comm op's bytes,
+    HBM bytes: their maxima), so its prediction is at least any view's; None where the views' ops do not line up."""
+    first = views[0]
+    shapes = {(tuple((c.name, c.dtype) for c in v.compute), tuple((o.name, o.kind) for o in v.comm)) for v in views}
+    if len(shapes) != 1:
+        return None
+
+    def most(values: list[float | None]) -> float | None:
+        present = [x for x in values if x is not None]
+        return max(present) if present else None
+
+    compute = tuple(
+        dataclasses.replace(
+            c,
+            flops=max(v.compute[i].flops for v in views),
+            hbm_bytes=max(v.compute[i].hbm_bytes for v in views),
+            num_tiles=max(v.compute[i].num_tiles for v in views),
+        )
+        for i, c in enumerate(first.compute)
+    )
+    comm = tuple(
+        dataclasses.replace(
+            o,
+            size_bytes=max(v.comm[i].size_bytes for v in views),
+            send_bytes=most([v.comm[i].send_bytes for v in views]),
+            recv_bytes=most([v.comm[i].recv_bytes for v in views]),
+            after=None if o.after is None else tuple(sorted({a for v in views for a in v.comm[i].after or ()})),
+        )
+        for i, o in enumerate(first.comm)
+    )
+    return dataclasses.replace(first, compute=compute, comm=comm, hbm_bytes=max(v.hbm_bytes for v in views))
+
+
+def _slowest(per_view: list[list[Prediction]]) -> list[Prediction]:
+    """Each pair every view can run, at its slowest view's prediction (a collective ends with its slowest rank)."""
+    keyed = [{p.key: p for p in preds} for preds in per_view]
+    common = [k for k in keyed[0] if all(k in other for other in keyed[1:])]
+    return [max((view[k] for view in keyed), key=lambda p: p.t_s) for k in common]
+
+
+def bound(w: Workload, system: System) -> Bound:
+    views, view_ranks = w.views(), w.view_ranks()
+    for view in views:
+        for op in view.comm:
+            if op.group_size > system.world_size:
+                raise ValueError(f"{op.name}: group of {op.group_size} ranks on a world of {system.world_size}")
+            if op.group_size > system.ranks_per_node and op.group_size % system.ranks_per_node:
+                raise ValueError(
+                    f"{op.name}: a group of {op.group_size} does not fill whole nodes of {system.ranks_per_node}"
+                )
+    terms = [_terms(view, system) for view in views]
+
+    def busiest(term: str) -> int:
+        return max(range(len(views)), key=lambda i: getattr(terms[i], term))
+
+    at = {name: busiest(term) for name, term in (("compute", "compute_s"), ("hbm", "hbm_s"), ("link", "link_s"))}
+    at["latency"] = busiest("latency_s")
+    c, h, li, la = (terms[at[k]] for k in ("compute", "hbm", "link", "latency"))
+    envelope = _envelope(views) if len(views) > ENVELOPE_AFTER else None
+    predictions = _slowest([_predictions(view, system) for view in ((envelope,) if envelope else views)])
     predictions.sort(key=lambda p: p.t_s)
     return Bound(
         workload=w,
         system=system,
-        t_compute_s=flops_s,
-        t_hbm_s=w.hbm_bytes / system.hbm_bandwidth_Bps,
-        t_link_s=link_s,
-        t_latency_s=sum(f.latency_s for f in floors),
-        link_bytes_per_rank=link_bytes,
-        link_bandwidth_Bps=link_bw,
-        link_tier=tier,
-        peak_flops=total_flops / flops_s if flops_s else system.peak_flops.get(w.dtype, 0.0),
+        t_compute_s=c.compute_s,
+        t_hbm_s=h.hbm_s,
+        t_link_s=li.link_s,
+        t_latency_s=la.latency_s,
+        link_bytes_per_rank=li.link_bytes,
+        link_bandwidth_Bps=li.link_bandwidth_Bps,
+        link_tier=li.tier,
+        peak_flops=c.peak_flops,
         predictions=tuple(predictions),
+        busiest={k: view_ranks[i][0] for k, i in at.items() if view_ranks[i]},
+        flops=c.flops,
+        hbm_bytes=views[at["hbm"]].hbm_bytes,
+        comm=views[at["link"]].comm,
     )

@@ -154,14 +154,29 @@ class TieredTraffic:
 _OWN_INTRA = frozenset({Collective.ALL_TO_ALL, Collective.GATHER, Collective.SCATTER, Collective.SEND_RECV})
 
 
+def _across_nodes(kind: Collective, size_bytes: float, num_nodes: int) -> Traffic | None:
+    """One rail's part across `num_nodes` nodes: a ring's bytes, in the fewer dependent steps of a ring and of
+    recursive halving and doubling (Rabenseifner; Thakur et al., IJHPCA 2005), which moves the same bytes per rank
+    in ⌈log2 N⌉ rounds per phase: 2⌈log2 N⌉ for an all-reduce (reduce-scatter, then all-gather), ⌈log2 N⌉ for an
+    all-gather or a reduce-scatter, and a binomial tree's ⌈log2 N⌉ for a broadcast or a reduce. At thousands of
+    nodes the ring's 2(N−1) steps of network latency would dwarf any size; NCCL runs trees there."""
+    ring = traffic(kind, Algorithm.RING, size_bytes, num_nodes)
+    if ring is None or num_nodes < 2:
+        return ring
+    rounds = math.ceil(math.log2(num_nodes))
+    phases = 2 if kind is Collective.ALL_REDUCE else 1
+    return Traffic(ring.send_bytes, ring.recv_bytes, min(ring.num_steps, phases * rounds))
+
+
 def hierarchical_traffic(
     kind: Collective, size_bytes: float, ranks_per_node: int, num_nodes: int, *, intra: Algorithm
 ) -> TieredTraffic | None:
     """Two-level algorithm on `num_nodes` nodes of `ranks_per_node` GPUs, rail-aligned across nodes.
 
     All-reduce: reduce-scatter in the node, all-reduce of S/g across nodes (one ring per rail), all-gather
-    in the node. All-gather / reduce-scatter: the across-node step moves S/g per rail. All-to-all: the
-    (N−1)/N of each send buffer bound for other nodes leaves through the NIC.
+    in the node. All-gather / reduce-scatter: the across-node step moves S/g per rail. Broadcast / reduce: the
+    buffer split over the g rails, S/g across nodes on each. All-to-all: the (N−1)/N of each send buffer bound
+    for other nodes leaves through the NIC.
     """
     S, g, N = size_bytes, ranks_per_node, num_nodes
 
@@ -169,7 +184,7 @@ def hierarchical_traffic(
         return traffic(k, intra, s, g)
 
     def out(k: Collective, s: float) -> Traffic | None:
-        return traffic(k, Algorithm.RING, s, N)
+        return _across_nodes(k, s, N)
 
     if kind in _OWN_INTRA and up(kind, S) is None:  # e.g. multimem: nothing to reduce or multicast in an all-to-all
         return None
@@ -186,9 +201,9 @@ def hierarchical_traffic(
             off_node = (N - 1) / N * S
             on_node = (g - 1) / (N * g) * S
             return TieredTraffic(Traffic(on_node, on_node, 1), Traffic(off_node, off_node, 1))
-        case Collective.BROADCAST | Collective.REDUCE:
+        case Collective.BROADCAST | Collective.REDUCE:  # the buffer split over the node's g rails: S/g on each
             inner = up(kind, S)
-            return None if inner is None else TieredTraffic(inner, out(kind, S))
+            return None if inner is None else TieredTraffic(inner, out(kind, S / g))
         case Collective.GATHER | Collective.SCATTER:  # through every NIC of the root's node, then inside it
             inner = traffic(kind, Algorithm.ONE_SHOT, S, N * g)
             f = (N - 1) / N * S / g

@@ -7,6 +7,8 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 
+from .nccl import DEFAULT_RUN, NcclRun, NcclTuning
+
 
 class Mechanism(StrEnum):
     COPY_ENGINE = "copy-engine"  # host-issued DMA (cudaMemcpyAsync between peers); takes no SMs
@@ -65,6 +67,10 @@ class TransferModel:
     # an LL collective (Protocol.LL) pays this beyond α instead of handoff_s: no release and no flag step, but a
     # polling consume and its bookkeeping; None: not measured, so charged handoff_s (until kernels say otherwise)
     ll_handoff_s: float | None = None
+    # NCCL only: its default algorithm and protocol per call and their costs (rooflines/nccl.py); None: the
+    # collective fits above price NCCL as one measured ring (a probed node)
+    nccl: NcclTuning | None = None
+    nccl_run: NcclRun = DEFAULT_RUN  # how the program has NCCL run (NCCL_ALGO, NCCL_PROTO, registered buffers)
 
     def handoff_for(self, protocol: Protocol) -> float:
         """The fixed hand-off a staged collective of `protocol` pays per call (the simple one where LL's is unknown)."""

@@ -22,10 +22,15 @@ class System:
     # FLOP/s per dtype under continuous load, where the GPU runs at its power limit (measured: the probe); the
     # predictions use it, the roof keeps peak_flops. A dtype without one is predicted at its peak.
     sustained_flops: Mapping[str, float] = field(default_factory=dict)
+    # FLOP/s per dtype of a matmul that runs alone, where measured (a datasheet peak is not reached): predictions
+    # of short ops use it; a dtype without one is predicted at its peak
+    burst_flops: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.world_size < 2:
-            raise ValueError(f"world size must be at least 2, got {self.world_size}")
+        if self.world_size < 1:
+            raise ValueError(f"world size must be at least 1, got {self.world_size}")
+        if self.world_size == 1 and self.available:
+            raise ValueError("world size must be at least 2 where GPUs have peers to communicate with")
         if self.world_size % self.ranks_per_node:
             raise ValueError(f"world size {self.world_size} is not a multiple of {self.ranks_per_node} GPUs per node")
         if self.num_nodes > 1 and self.network is None:
@@ -45,4 +50,7 @@ class System:
         return self.peak_flops[dtype]
 
     def sustained_flops_for(self, dtype: str) -> float:
-        return self.sustained_flops.get(dtype) or self.peak_flops_for(dtype)
+        return self.sustained_flops.get(dtype) or self.burst_flops_for(dtype)
+
+    def burst_flops_for(self, dtype: str) -> float:
+        return self.burst_flops.get(dtype) or self.peak_flops_for(dtype)

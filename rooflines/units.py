@@ -41,6 +41,33 @@ def parse_size(text: str) -> int:
     return value
 
 
+MAX_SWEEP_SIZES = 4096  # more sizes than this in one sweep is a typo (nccl-tests' default step is 1 MiB)
+
+
+def size_sweep(minbytes: int, maxbytes: int, *, stepfactor: int = 1, stepbytes: int = 1 << 20) -> list[int]:
+    """The sizes nccl-tests' `-b minbytes -e maxbytes -f stepfactor -i stepbytes` runs: from minbytes, each
+    the one before times stepfactor where stepfactor > 1, else plus stepbytes, while at most maxbytes
+    (`-b 8 -e 128M -f 2`: 8, 16, ... 128 MiB). ValueError for an empty or endless sweep."""
+    if minbytes < 1 or maxbytes < 1:
+        raise ValueError("-b/--minbytes and -e/--maxbytes must be at least 1 byte")
+    if minbytes > maxbytes:
+        raise ValueError(f"-b/--minbytes {minbytes} is larger than -e/--maxbytes {maxbytes}")
+    if stepfactor < 1:
+        raise ValueError(f"-f/--stepfactor must be a whole number of at least 1, got {stepfactor}")
+    if stepfactor == 1 and stepbytes < 1:
+        raise ValueError(f"-i/--stepbytes must be at least 1 byte, got {stepbytes}")
+    sizes, size = [], minbytes
+    while size <= maxbytes:
+        sizes.append(size)
+        if len(sizes) > MAX_SWEEP_SIZES:
+            raise ValueError(
+                f"-b {minbytes} -e {maxbytes} makes more than {MAX_SWEEP_SIZES} sizes: give -f 2 (double each time) "
+                "or a larger -i/--stepbytes"
+            )
+        size = size * stepfactor if stepfactor > 1 else size + stepbytes
+    return sizes
+
+
 def fmt_bytes(n: float) -> str:
     for unit, scale in (("PiB", 1024**5), ("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
         if abs(n) >= scale:

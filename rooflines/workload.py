@@ -1,7 +1,13 @@
-"""What a problem must do on each rank, not how: FLOPs by dtype, minimal HBM bytes, communication ops."""
+"""What a problem must do on each rank, not how: FLOPs by dtype, minimal HBM bytes, communication ops and the data
+flow between them.
+
+A Workload is one rank's view. Where ranks differ (causal ring attention, uneven MoE routing, a pipeline's first and
+last stage), `ranks` holds each distinct rank's view (RankView) and the bound charges every term at its busiest rank.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -31,10 +37,33 @@ class CommOp:
     producer: str | None = None  # compute op whose output this op sends, tile by tile
     consumer: str | None = None  # compute op that consumes what this op delivers
     consumer_reads: int = 1  # times the consumer reads each delivered byte if it fetches straight from peers
+    # Where a rank's traffic is not what `kind` at `size_bytes` makes it (uneven splits of an all-to-all-v, unequal
+    # all-gather lists, point-to-point batches), the bytes this rank sends to and receives from its peers; the op
+    # is then direct (one step), whatever the algorithm. None: the collective's own traffic.
+    send_bytes: float | None = None
+    recv_bytes: float | None = None
+    # The comm ops (by name) whose results this one's data depends on, through any compute: the latency term is
+    # the longest such chain. None: after the op before it (a hand-written workload's ops run in order).
+    after: tuple[str, ...] | None = None
 
     @property
     def reduction(self) -> bool:
         return self.kind in REDUCTIONS
+
+    @property
+    def explicit(self) -> bool:
+        """Its per-rank bytes are given (send_bytes, recv_bytes) rather than derived from kind and size."""
+        return self.send_bytes is not None or self.recv_bytes is not None
+
+
+@dataclass(frozen=True)
+class RankView:
+    """What the ranks in `ranks` do where it differs from the other ranks: their compute, comm and HBM bytes."""
+
+    ranks: tuple[int, ...]
+    compute: tuple[ComputeOp, ...]
+    comm: tuple[CommOp, ...]
+    hbm_bytes: float
 
 
 @dataclass(frozen=True)
@@ -46,15 +75,35 @@ class Workload:
     dtype: str = "bf16"  # element type of the data it moves
     params: dict[str, float] = field(default_factory=dict)  # the shape it was built from
     compute_scales_with: str | None = None  # a param that compute time is proportional to and comm is not
+    ranks: tuple[RankView, ...] = ()  # every distinct rank's view where ranks differ; empty: every rank is this one
+    uncounted: tuple[str, ...] = ()  # ops that compute but that no FLOP formula prices (named, not silently 0)
 
     def __post_init__(self) -> None:
         names = {op.name for op in self.compute}
-        for op in self.comm:
-            for ref in (op.producer, op.consumer):
-                if ref is not None and ref not in names:
-                    raise ValueError(f"comm op {op.name!r} refers to unknown compute op {ref!r}")
+        for view in (self, *self.ranks):
+            known = {op.name for op in view.comm}
+            for op in view.comm:
+                for ref in (op.producer, op.consumer):
+                    if ref is not None and ref not in names | {c.name for c in view.compute}:
+                        raise ValueError(f"comm op {op.name!r} refers to unknown compute op {ref!r}")
+                for before in op.after or ():
+                    if before not in known or before == op.name:
+                        raise ValueError(f"comm op {op.name!r} comes after unknown comm op {before!r}")
         if self.compute_scales_with is not None and self.compute_scales_with not in self.params:
             raise ValueError(f"compute_scales_with={self.compute_scales_with!r} is not a param")
+
+    def views(self) -> tuple[Workload, ...]:
+        """One workload per distinct rank view (this one where every rank is alike), each with its ranks' view."""
+        if not self.ranks:
+            return (self,)
+        return tuple(
+            dataclasses.replace(self, compute=v.compute, comm=v.comm, hbm_bytes=v.hbm_bytes, ranks=())
+            for v in self.ranks
+        )
+
+    def view_ranks(self) -> tuple[tuple[int, ...], ...]:
+        """The ranks of each of views(), in the same order (() for a workload alike on every rank)."""
+        return tuple(v.ranks for v in self.ranks) or ((),)
 
     @property
     def flops_by_dtype(self) -> dict[str, float]:
@@ -62,6 +111,12 @@ class Workload:
         for op in self.compute:
             out[op.dtype] += op.flops
         return dict(out)
+
+    @property
+    def sole_collective(self) -> CommOp | None:
+        """The workload's one collective where it is nothing else (no compute): what nccl-tests times, so its
+        algbw and busbw apply (rooflines/export.py: bandwidths)."""
+        return self.comm[0] if len(self.comm) == 1 and not self.compute else None
 
     @property
     def overlappable(self) -> bool:
@@ -81,18 +136,50 @@ _COMM_FIELDS = {
     "consumer": (str, type(None)),
     "consumer_reads": int,
 }
+_COMM_OPTIONAL = {"send_bytes": (float, None), "recv_bytes": (float, None), "after": (list, None)}
+_NUMBER = (int, float)
+
+
+def _comm_dict(op: CommOp) -> dict:
+    out = {k: getattr(op, k).value if k == "kind" else getattr(op, k) for k in _COMM_FIELDS}
+    for k in _COMM_OPTIONAL:
+        value = getattr(op, k)
+        if value is not None:
+            out[k] = list(value) if k == "after" else value
+    return out
+
+
+def _view_dict(ranks: tuple[int, ...], compute: tuple[ComputeOp, ...], comm: tuple[CommOp, ...], hbm: float) -> dict:
+    return {
+        "ranks": list(ranks),
+        "compute": [{k: getattr(op, k) for k in _OP_FIELDS} for op in compute],
+        "comm": [_comm_dict(op) for op in comm],
+        "hbm_bytes": hbm,
+    }
 
 
 def workload_to_dict(w: Workload) -> dict:
-    return {
+    out = {
         "name": w.name,
         "compute": [{k: getattr(op, k) for k in _OP_FIELDS} for op in w.compute],
-        "comm": [{k: getattr(op, k).value if k == "kind" else getattr(op, k) for k in _COMM_FIELDS} for op in w.comm],
+        "comm": [_comm_dict(op) for op in w.comm],
         "hbm_bytes": w.hbm_bytes,
         "dtype": w.dtype,
         "params": dict(w.params),
         "compute_scales_with": w.compute_scales_with,
     }
+    if w.ranks:
+        out["ranks"] = [_view_dict(v.ranks, v.compute, v.comm, v.hbm_bytes) for v in w.ranks]
+    if w.uncounted:
+        out["uncounted"] = list(w.uncounted)
+    return out
+
+
+def _number(value: object, where: str, *, whole: bool = False) -> float:
+    ok = isinstance(value, _NUMBER) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    if not ok or (whole and value != int(value)):
+        raise ValueError(f"{where}: expected a finite number ≥ 0, got {value!r}")
+    return int(value) if whole else float(value)
 
 
 def _field(data: dict, key: str, kind: type | tuple, where: str) -> object:
@@ -100,48 +187,80 @@ def _field(data: dict, key: str, kind: type | tuple, where: str) -> object:
         raise ValueError(f"{where}.{key}: missing")
     value = data[key]
     if kind in (float, int):
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
-        if not ok or (kind is int and value != int(value)):
-            raise ValueError(f"{where}.{key}: expected a finite number ≥ 0, got {value!r}")
-        return kind(value)
+        return _number(value, f"{where}.{key}", whole=kind is int)
     if not isinstance(value, kind):
         raise ValueError(f"{where}.{key}: expected {getattr(kind, '__name__', 'a string or null')}, got {value!r}")
     return value
 
 
-def _fields(data: object, fields: dict, where: str) -> dict:
+def _fields(data: object, fields: dict, where: str, optional: dict | None = None) -> dict:
     if not isinstance(data, dict):
         raise ValueError(f"{where}: expected an object")
-    unknown = set(data) - set(fields)
+    unknown = set(data) - set(fields) - set(optional or {})
     if unknown:
         raise ValueError(f"{where}: unknown key {', '.join(sorted(unknown))}")
     return {k: _field(data, k, kind, where) for k, kind in fields.items()}
+
+
+def _strings(value: object, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
+        raise ValueError(f"{where}: expected a list of strings")
+    return tuple(value)
+
+
+def _compute_ops(items: list, where: str) -> tuple[ComputeOp, ...]:
+    out = []
+    for i, op in enumerate(items):
+        f = _fields(op, _OP_FIELDS, f"{where}[{i}]")
+        if f["dtype"] not in DTYPE_BYTES:
+            raise ValueError(f"{where}[{i}].dtype: unknown dtype {f['dtype']!r}")
+        out.append(ComputeOp(**f))
+    return tuple(out)
+
+
+def _comm_ops(items: list, where: str) -> tuple[CommOp, ...]:
+    out = []
+    for i, op in enumerate(items):
+        at = f"{where}[{i}]"
+        f = _fields(op, _COMM_FIELDS, at, _COMM_OPTIONAL)
+        try:
+            f["kind"] = Collective(f["kind"])
+        except ValueError:
+            raise ValueError(f"{at}.kind: unknown collective {f['kind']!r}") from None
+        if f["group_size"] < 1:
+            raise ValueError(f"{at}.group_size: must be at least 1")
+        for key in ("send_bytes", "recv_bytes"):
+            if op.get(key) is not None:
+                f[key] = _number(op[key], f"{at}.{key}")
+        if op.get("after") is not None:
+            f["after"] = _strings(op["after"], f"{at}.after")
+        out.append(CommOp(**f))
+    return tuple(out)
 
 
 def workload_from_dict(data: object, where: str = "workload") -> Workload:
     """The Workload of workload_to_dict's data, strictly: a ValueError naming the first bad field."""
     top = {"name": str, "compute": list, "comm": list, "hbm_bytes": float, "dtype": str, "params": dict}
     top["compute_scales_with"] = (str, type(None))
-    d = _fields(data, top, where)
+    d = _fields(data, top, where, {"ranks": list, "uncounted": list})
     if d["dtype"] not in DTYPE_BYTES:
         raise ValueError(f"{where}.dtype: unknown dtype {d['dtype']!r}")
-    compute = []
-    for i, op in enumerate(d["compute"]):
-        f = _fields(op, _OP_FIELDS, f"{where}.compute[{i}]")
-        if f["dtype"] not in DTYPE_BYTES:
-            raise ValueError(f"{where}.compute[{i}].dtype: unknown dtype {f['dtype']!r}")
-        compute.append(ComputeOp(**f))
-    comm = []
-    for i, op in enumerate(d["comm"]):
-        f = _fields(op, _COMM_FIELDS, f"{where}.comm[{i}]")
-        try:
-            f["kind"] = Collective(f["kind"])
-        except ValueError:
-            raise ValueError(f"{where}.comm[{i}].kind: unknown collective {f['kind']!r}") from None
-        if f["group_size"] < 1:
-            raise ValueError(f"{where}.comm[{i}].group_size: must be at least 1")
-        comm.append(CommOp(**f))
+    views = []
+    for i, v in enumerate(data.get("ranks") or ()):
+        at = f"{where}.ranks[{i}]"
+        f = _fields(v, {"ranks": list, "compute": list, "comm": list, "hbm_bytes": float}, at)
+        ranks = tuple(_number(r, f"{at}.ranks", whole=True) for r in f["ranks"])
+        views.append(RankView(ranks, _compute_ops(f["compute"], f"{at}.compute"), _comm_ops(f["comm"], f"{at}.comm"),
+                              f["hbm_bytes"]))  # fmt: skip
     params = {k: _field(d["params"], k, float, f"{where}.params") for k in d["params"]}
     return Workload(
-        d["name"], tuple(compute), tuple(comm), d["hbm_bytes"], d["dtype"], params, d["compute_scales_with"]
+        d["name"],
+        _compute_ops(d["compute"], f"{where}.compute"),
+        _comm_ops(d["comm"], f"{where}.comm"),
+        d["hbm_bytes"],
+        d["dtype"],
+        params,
+        d["compute_scales_with"],
+        tuple(views),
+        _strings(data.get("uncounted") or [], f"{where}.uncounted"),
     )

@@ -54,6 +54,12 @@ def _gemm(m: int, n: int, k: int, dtype: str) -> ComputeOp:
     return ComputeOp("gemm", 2 * m * n * k, dtype, es * (m * k + k * n + m * n), tiles, tile_flops)
 
 
+def gemm(m: int, n: int, k: int, dtype: str) -> Workload:
+    """One GEMM on one GPU, C[m,n] = A[m,k]·B[k,n]: reads A and B once, writes C once."""
+    op = _gemm(m, n, k, dtype)
+    return Workload(name="gemm", compute=(op,), hbm_bytes=op.hbm_bytes, dtype=dtype, params={"m": m, "n": n, "k": k})
+
+
 def _divisible(value: int, world_size: int, what: str) -> None:
     if value % world_size:
         raise ValueError(f"{what}={value} is not divisible by the world size {world_size}")

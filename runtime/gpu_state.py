@@ -2,7 +2,7 @@
 
 A matmul's rate follows the SM clock, and the clock follows power: on 2xH200 an 8192³ bf16 matmul ran at 772
 TFLOP/s for one call after idle and 667 back to back, the SM clock 1980 against 1450 MHz, the GPU at its 700 W
-limit (benchmarks/2026-11-30-gemm-rates-h200x2.md §1). A record that keeps the clock its samples ran at says
+limit (benchmarks/kernels/2026-11-30-gemm-rates-h200x2.md §1). A record that keeps the clock its samples ran at says
 which of the two a time belongs to.
 
     watch = watches(device)              # this torch device's GPU, found in NVML by UUID (a no-op if not found)

@@ -1,16 +1,25 @@
 """Start N rank processes, wait for them with a deadline, stop them all on any failure: the one launcher.
 
-Ranks are processes of the standard library's spawn context, so the parent never needs CUDA. `run_ranks` also
-joins them in a process group (gloo on CPU, NCCL on GPUs) and brings each rank's return value back.
+Ranks come from the standard library's fork server (torch imported once, CUDA never), so the parent never needs
+CUDA and a rank starts in a fraction of a second; each is a guard and the worker it forks (below: process
+hygiene). `run_ranks` also joins them in a process group (gloo on CPU, NCCL on GPUs) and brings each rank's return
+value back.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import importlib
 import multiprocessing
 import os
 import pickle
+import resource
+import select
+import shutil
 import signal
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -18,6 +27,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 # NVLink multicast (NVLS) stays off unless the user asks pkroof for it: on shared hosts it can take GPUs out of
 # service. The only way to ask is `pkroof probe --allow-multicast`, which sets ALLOW_MULTICAST for its own ranks.
@@ -88,8 +98,9 @@ class RankTimeoutError(RuntimeError):
     """The ranks did not finish by the deadline (a hang: the most common multi-GPU bug); they were killed.
     `phases`: what each rank last said it was doing (phase()), where it said anything."""
 
-    def __init__(self, message: str, phases: dict[int, str] | None = None) -> None:
+    def __init__(self, message: str, phases: dict[int, str] | None = None, *, startup: bool = False) -> None:
         self.phases = phases or {}
+        self.startup = startup  # the ranks never all joined their process group: nothing of the job ran
         super().__init__(message)
 
     @property
@@ -123,24 +134,318 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_ranks(target: Callable[..., None], world: int, args: tuple) -> list:
-    """target(rank, world, *args) in `world` spawned processes."""
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=target, args=(rank, world, *args), daemon=True) for rank in range(world)]
-    for p in procs:
-        p.start()
-    return procs
+# --- process hygiene ---------------------------------------------------------------------------------------------
+# Each rank is a guard (the spawned process, tiny: no torch, no user code) and a worker it forks at once, which runs
+# the target. The guard leads its own process group (a timeout kill reaches the worker's subprocess.Popen children)
+# and is a child subreaper (a double-forked setsid grandchild reparents to it, so it stays in the tree). It waits on
+# the worker and on a pipe from pkroof: the pipe's end of file (pkroof gone, SIGKILL included, or stop_ranks) makes
+# it freeze and kill its whole tree, then leave. The worker dies with its guard (PR_SET_PDEATHSIG). A guard that
+# itself got SIGKILL is handled by pkroof: its process group and the tree under it, found through /proc, and the
+# orphans reparented to pkroof (a child subreaper while ranks run).
+# A rank cannot kill itself on its parent's death as its first act (PR_SET_PDEATHSIG, SIGKILL): the kernel's
+# SIGKILL leaves it no moment to stop its own children, which then run on under init. The guard can.
+
+_PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER, _PR_GET_CHILD_SUBREAPER = 1, 36, 37
+TEMP_PREFIX = "pkroof-ranks-"  # + the owner's PID + "-": a folder whose owner is dead is removed at the next start
+
+
+def _prctl(option: int, value: int) -> bool:
+    """prctl(option, value) on Linux; False where there is no prctl (another OS) or it failed."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _is_subreaper() -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    flag = ctypes.c_int(0)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) == 0 and bool(flag.value)
+    except (OSError, AttributeError):
+        return False
+
+
+def _stat(pid: int) -> tuple[int, int, str] | None:
+    """(parent PID, process group, state) of `pid` from /proc, None where it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text.rpartition(")")[2].split()
+    return int(fields[1]), int(fields[2]), fields[0]
+
+
+def _processes() -> dict[int, tuple[int, int, str]]:
+    out = {}
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
+        if entry.name.isdigit() and (stat := _stat(int(entry.name))) is not None:
+            out[int(entry.name)] = stat
+    return out
+
+
+def descendants(roots: set[int], groups: set[int] = frozenset()) -> set[int]:
+    """Every live process below `roots` (their children, the children's children...) and every process in one of
+    the process `groups`, by /proc's parent links; the roots themselves are not in it."""
+    table = _processes()
+    found = {p for p, (_, pgid, state) in table.items() if pgid in groups and state != "Z"} - roots
+    frontier = set(roots) | found
+    while frontier:
+        below = {p for p, (ppid, _, state) in table.items() if ppid in frontier and state != "Z"} - found - roots
+        found |= below
+        frontier = below
+    return found
+
+
+def _signal(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signum)
+
+
+def kill_tree(roots: set[int], groups: set[int] = frozenset(), *, include_roots: bool = True) -> set[int]:
+    """Freeze (SIGSTOP) and then kill (SIGKILL) `roots`' descendants and the members of `groups`, and the roots
+    with `include_roots`: stopped first, so nothing forks or reparents while the tree is read. What was killed."""
+    me = os.getpid()
+    frozen: set[int] = set()
+    for _ in range(50):  # until a reading of /proc finds nothing new
+        found = (descendants(roots, groups) | (set(roots) if include_roots else set())) - {me}
+        new = found - frozen
+        if not new:
+            break
+        for pid in new:
+            _signal(pid, signal.SIGSTOP)
+        frozen |= new
+    for pid in frozen:
+        _signal(pid, signal.SIGKILL)
+    return frozen
+
+
+def _reap(pids: set[int]) -> None:
+    """Collect the exit status of those of `pids` that are this process's children (zombies otherwise)."""
+    for pid in pids:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+
+
+def reap_stale_folders(tmp: Path | None = None) -> list[Path]:
+    """Remove the rank folders (TEMP_PREFIX) whose owner process is dead (a pkroof killed with SIGKILL); ours only."""
+    removed = []
+    for folder in Path(tmp or tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*"):
+        owner = folder.name.removeprefix(TEMP_PREFIX).partition("-")[0]
+        try:
+            if not owner.isdigit() or folder.stat().st_uid != os.getuid() or not folder.is_dir():
+                continue
+        except OSError:
+            continue
+        stat = _stat(int(owner))
+        if int(owner) == os.getpid() or (stat is not None and stat[2] != "Z"):
+            continue  # its owner runs
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def _guard(payload: bytes, watch: Any, env: dict[str, str], cwd: str, path: list[str]) -> None:
+    """The process of one rank: fork the worker, wait for it or for pkroof's end, leave no process behind. It exits
+    as its worker did (the same code, or killed by the same signal), so a crash reads the same. It came from the
+    fork server, so it takes pkroof's environment, folder and import path of now, not of the server's start."""
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    sys.path[:] = path
+    os.setpgid(0, 0)
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    stop = threading.Event()
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(s, lambda *_: stop.set())
+    guard = os.getpid()  # pkroof gone before this line: the pipe is at its end already, and the worker is stopped
+    worker = os.fork()
+    if worker == 0:
+        _worker(payload, guard, watch)
+    fd = watch.fileno()
+    status = None
+    while status is None and not stop.is_set():
+        ready, _, _ = select.select([fd], [], [], 0.05)
+        if ready:  # pkroof closed the pipe or is gone: end of file
+            break
+        status = _reap_children(worker)
+    stopped = status is None  # pkroof's end or its stop: the worker is killed with the rest
+    kill_tree({guard}, {guard}, include_roots=False)
+    last = _reap_children(worker, block=True)
+    status = last if status is None else status
+    if stopped or status is None:
+        os._exit(1)
+    if os.WIFSIGNALED(status):
+        signum = os.WTERMSIG(status)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the worker's signal again, without a core file
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL has no handler to reset
+            signal.signal(signum, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
+        os.kill(os.getpid(), signum)
+    os._exit(os.waitstatus_to_exitcode(status) if not os.WIFSIGNALED(status) else 1)
+
+
+def _reap_children(worker: int, *, block: bool = False) -> int | None:
+    """Collect every child of this guard that ended (orphans reparent to it); the worker's wait status if it ended.
+    `block`: wait until no child is left (after kill_tree)."""
+    status = None
+    while True:
+        try:
+            pid, code = os.waitpid(-1, 0 if block else os.WNOHANG)
+        except ChildProcessError:
+            return status
+        if pid == 0:
+            return status
+        if pid == worker:
+            status = code
+
+
+def _worker(payload: bytes, guard: int, watch: Any) -> None:
+    """The rank itself, forked by its guard: dies with the guard, then runs the target."""
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != guard:  # the guard died before the line above: nothing to wait for
+        os._exit(1)
+    watch.close()
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(s, signal.SIG_DFL)
+    # it may start ranks of its own (a user's file analysed apart is traced on CPU ranks when it needs values):
+    # no daemon to multiprocessing, which refuses a daemon's children; its guard kills whatever it starts
+    multiprocessing.current_process()._config["daemon"] = False
+    try:
+        target, args = pickle.loads(payload)
+        target(*args)
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if not isinstance(e.code, int | None):
+            print(e.code, file=sys.stderr)
+        _flush()
+        os._exit(code)
+    except BaseException:
+        traceback.print_exc()
+        _flush()
+        os._exit(1)
+    _flush()
+    os._exit(0)
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+
+
+LOOPBACK_ENV = {"GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo"}  # one node: gloo's and NCCL's own sockets
+
+
+class Ranks(list):
+    """The guards start_ranks started, with what stop_ranks needs: each one's pipe, and pkroof's children before."""
+
+    def __init__(self, procs: list, pipes: list, before: set[int], subreaper_was: bool) -> None:
+        super().__init__(procs)
+        self.pipes, self.before, self.subreaper_was = pipes, before, subreaper_was
+
+
+# Ranks come from multiprocessing's fork server, started once per pkroof process with torch imported: a rank then
+# starts in well under a second instead of importing torch again (4-10 s on a busy 2-core machine). The server
+# never touches CUDA (importing torch does not), so a rank may; it exits when pkroof does.
+PRELOAD = ["__main__", "torch", "torch.distributed", "pkroof.runtime.launch"]
+_CONTEXT: list = []
+
+
+def _context() -> Any:
+    if not _CONTEXT:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(PRELOAD)
+        _CONTEXT.append(ctx)
+    return _CONTEXT[0]
+
+
+def _server() -> int | None:
+    """The fork server's PID, once it runs (a child of pkroof that is not a rank's)."""
+    from multiprocessing import forkserver
+
+    return getattr(forkserver._forkserver, "_forkserver_pid", None)
+
+
+def start_ranks(target: Callable[..., None], world: int, args: tuple, *, loopback: bool = True) -> Ranks:
+    """target(rank, world, *args) in `world` processes (each a guard and its worker, above). `loopback` (one node):
+    gloo's and NCCL's sockets on the loopback interface where the user set none."""
+    ctx = _context()
+    before = {p for p, (ppid, _, _) in _processes().items() if ppid == os.getpid()}
+    subreaper_was = _is_subreaper()
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    env = dict(os.environ) | {k: v for k, v in LOOPBACK_ENV.items() if loopback and k not in os.environ}
+    procs, pipes = [], []
+    for rank in range(world):
+        reader, writer = ctx.Pipe(duplex=False)
+        payload = pickle.dumps((target, (rank, world, *args)))
+        guard_args = (payload, reader, env, os.getcwd(), list(sys.path))
+        procs.append(ctx.Process(target=_guard, args=guard_args, daemon=True))
+        pipes.append((reader, writer))
+    ranks = Ranks(procs, pipes, before, subreaper_was)
+    try:
+        for p, (reader, _) in zip(procs, pipes, strict=True):
+            p.start()
+            reader.close()
+    except BaseException:
+        stop_ranks(ranks)
+        raise
+    return ranks
 
 
 def stop_ranks(procs: list) -> None:
+    """Stop every rank and everything it started; every process is gone when this returns."""
+    pipes = getattr(procs, "pipes", [])
+    for _, writer in pipes:  # end of file: each guard kills its tree and leaves
+        writer.close()
     for p in procs:
-        if p.is_alive():
+        if p.is_alive() and not pipes:
             p.terminate()
     for p in procs:
         p.join(5)
+    started = [p.pid for p in procs if p.pid is not None]
+    # a guard that did not leave (stopped, stuck), or one killed before it could stop its tree: its process group
+    # and whatever is still below it, from here
+    kill_tree(set(started), set(started))
+    for p in procs:
         if p.is_alive():
             p.kill()
-            p.join()
+        p.join()
+    if isinstance(procs, Ranks):
+        _sweep_orphans(procs, set(started))
+
+
+def _sweep_orphans(ranks: Ranks, started: set[int]) -> None:
+    """Kill what reparented to pkroof (a child subreaper while ranks ran) since start_ranks, and collect the exit
+    status of such children that died (a guard killed by a signal leaves its worker and the worker's children to
+    pkroof: they reparent as they die, so /proc is read until two readings in a row find nothing); then drop the
+    flag."""
+    from multiprocessing import resource_tracker
+
+    known = ranks.before | started | {getattr(resource_tracker._resource_tracker, "_pid", None), _server()}
+    mine, quiet = os.getpid(), 0
+    while quiet < 2:
+        table = _processes()
+        children = {p for p, (ppid, _, _) in table.items() if ppid == mine and p not in known}
+        dead = {p for p in children if table[p][2] == "Z"}
+        if children - dead:
+            kill_tree(children - dead)
+        _reap(children)
+        quiet = 0 if children else quiet + 1
+        time.sleep(0.02)
+    if not ranks.subreaper_was:
+        _prctl(_PR_SET_CHILD_SUBREAPER, 0)
+
+
+def _read_exact(path: Path) -> str:
+    """A file's text with its carriage returns kept (read_text would turn them into line breaks)."""
+    with path.open(encoding="utf-8", errors="replace", newline="") as f:
+        return f.read()
 
 
 def _failed(procs: list, folder: Path | None) -> RankFailedError | None:
@@ -161,19 +466,55 @@ def _failed(procs: list, folder: Path | None) -> RankFailedError | None:
         return None
     times = {r: raised_at(r) for r in failed}
     rank = min(failed, key=lambda r: (times[r] is not None, procs[r].exitcode >= 0, times[r] or 0, r))
-    details = (folder / f"{rank}.error").read_text().strip() if times[rank] is not None else ""
-    return RankFailedError(rank, procs[rank].exitcode, details.splitlines()[-1] if details else "", details)
+    details = _read_exact(folder / f"{rank}.error").strip() if times[rank] is not None else ""
+    return RankFailedError(rank, procs[rank].exitcode, _exception_text(details), details)
 
 
-def wait_ranks(procs: list, deadline_s: float, folder: Path | None = None) -> None:
+def _exception_text(details: str) -> str:
+    """The exception a traceback ends with, type and message, its lines joined ("RuntimeError: bad input second
+    line"): what follows the last frame and its source lines. A carriage return inside a message is no line break."""
+    lines = details.split("\n")
+    frames = [i for i, line in enumerate(lines) if line.startswith("  File ")]
+    start = frames[-1] + 1 if frames else int(bool(lines) and lines[0].startswith("Traceback"))
+    while start < len(lines) and lines[start].startswith("    "):  # the frame's source line and its ^^^ marks
+        start += 1
+    text = " ".join(line.strip() for line in lines[start:] if line.strip())
+    return text or (lines[-1] if lines else "")
+
+
+STARTUP_S = 180.0  # spawning the ranks and joining their process group: not the implementation's time
+CAUSE_GRACE_S = 2.0  # after a rank raised, how long its peers may take to end before it is blamed
+
+
+def _ready(folder: Path, world: int) -> bool:
+    return all((folder / f"{rank}.ready").exists() for rank in range(world))
+
+
+def wait_ranks(procs: list, deadline_s: float, folder: Path | None = None, startup_s: float | None = None) -> None:
     """Return when every rank exited 0 (and, with `folder`, wrote its result there); raise RankFailedError or
-    RankTimeoutError otherwise (the caller stops them)."""
+    RankTimeoutError otherwise (the caller stops them). With `startup_s` (run_ranks: each rank writes RANK.ready in
+    `folder` once in the process group) the deadline starts when every rank is ready; start-up has its own limit."""
     start = time.monotonic()
+    started = startup_s is None or folder is None
+    seen: float | None = None  # when a rank was first seen to have raised
     while any(p.is_alive() for p in procs):
         failure = _failed(procs, folder)
-        if failure:
+        if failure and (failure.exitcode is None or failure.exitcode < 0 or not failure.message):
             raise failure
-        if time.monotonic() - start > deadline_s:
+        if failure:  # it raised: a peer killed by a signal (its guard still stopping its tree) may be the cause
+            seen = seen or time.monotonic()
+            if time.monotonic() - seen > CAUSE_GRACE_S:
+                raise failure
+        if not started:
+            if _ready(folder, len(procs)):
+                started, start = True, time.monotonic()
+            elif time.monotonic() - start > startup_s:
+                raise RankTimeoutError(
+                    f"the ranks did not start in {startup_s:g} s (spawning them and joining their process group, "
+                    "before anything of the job ran: is this machine overloaded?) and were stopped",
+                    startup=True,
+                )
+        elif time.monotonic() - start > deadline_s:
             raise RankTimeoutError(
                 f"the ranks did not finish in {deadline_s:g} s and were stopped", _phases(procs, folder)
             )
@@ -183,24 +524,25 @@ def wait_ranks(procs: list, deadline_s: float, folder: Path | None = None) -> No
         raise failure
 
 
-def _rank_main(rank: int, world: int, fn: Callable, args: tuple, backend: str, port: int, folder: str) -> None:
+def _rank_main(rank: int, world: int, fn: Callable, args: tuple, backend: str, folder: str) -> None:
+    """One rank of run_ranks: join the process group through a FileStore in `folder` (one node: no listening socket
+    for the rendezvous; torch's TCPStore binds every interface whatever address it is given), say it is ready,
+    run fn, write its result."""
     keep_multicast_off()
     os.environ[PHASE_FILE] = str(Path(folder, f"{rank}.phase"))
-    import torch
-    import torch.distributed as dist
-
     try:
+        import torch
+        import torch.distributed as dist
+
+        store = f"file://{Path(folder, 'store')}"
         if backend == "nccl":
             torch.cuda.set_device(rank)
             dist.init_process_group(
-                "nccl",
-                init_method=f"tcp://127.0.0.1:{port}",
-                rank=rank,
-                world_size=world,
-                device_id=torch.device("cuda", rank),
+                "nccl", init_method=store, rank=rank, world_size=world, device_id=torch.device("cuda", rank)
             )
         else:
-            dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+            dist.init_process_group("gloo", init_method=store, rank=rank, world_size=world)
+        Path(folder, f"{rank}.ready").write_text("")
         result = fn(rank, world, *args)
         Path(folder, f"{rank}.pickle").write_bytes(pickle.dumps(result))
         dist.barrier()
@@ -210,30 +552,101 @@ def _rank_main(rank: int, world: int, fn: Callable, args: tuple, backend: str, p
     os._exit(0)  # process-group teardown can hang after NCCL work; nothing is left to flush
 
 
-PORT_TRIES = 3
+PORT_TRIES = 3  # the probe's ranks rendezvous over TCP (topology/probe.py)
 PORT_TAKEN_EXIT = 75  # a rank whose rendezvous port was taken exits with this (EX_TEMPFAIL): start again elsewhere
 
 
-def run_ranks(fn: Callable, world: int, args: tuple = (), *, backend: str = "gloo", timeout_s: float = 120) -> list:
-    """fn(rank, world, *args) on `world` ranks in one process group; their return values, in rank order.
+def run_ranks(
+    fn: Callable,
+    world: int,
+    args: tuple = (),
+    *,
+    backend: str = "gloo",
+    timeout_s: float = 120,
+    startup_s: float = STARTUP_S,
+) -> list:
+    """fn(rank, world, *args) on `world` ranks of this node in one process group; their return values, in rank
+    order. `timeout_s` counts from the moment every rank is in the process group; start-up has `startup_s`.
 
-    The rendezvous port is free when picked but can be taken before rank 0 listens on it (seen once on the
-    2xH200 node: EADDRINUSE, and the job was recorded as crashed); then the ranks start again on another port,
-    up to PORT_TRIES times. Nothing of fn has run by then: rank 0 fails while creating the process group."""
-    for attempt in range(PORT_TRIES):
-        with tempfile.TemporaryDirectory(prefix="pkroof-ranks-") as folder, stopped_by_signals():
-            procs = start_ranks(_rank_main, world, (fn, args, backend, free_port(), folder))
-            try:
-                wait_ranks(procs, timeout_s, Path(folder))
-            except RankFailedError as e:
-                if _port_taken(e) and attempt + 1 < PORT_TRIES:
-                    continue
-                raise
-            finally:
-                stop_ranks(procs)
-            return [pickle.loads(Path(folder, f"{r}.pickle").read_bytes()) for r in range(world)]
-    raise AssertionError("unreachable: the last attempt returns or raises")
+    The folder the ranks share carries this process's PID in its name: one left by a pkroof killed with SIGKILL
+    is removed at the next start."""
+    reap_stale_folders()
+    with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as folder, stopped_by_signals():
+        procs = start_ranks(_rank_main, world, (fn, args, backend, folder))
+        try:
+            wait_ranks(procs, timeout_s, Path(folder), startup_s=startup_s)
+        finally:
+            stop_ranks(procs)
+        return [pickle.loads(Path(folder, f"{r}.pickle").read_bytes()) for r in range(world)]
 
 
-def _port_taken(e: RankFailedError) -> bool:
-    return "DistNetworkError" in e.message and "EADDRINUSE" in e.message
+class IsolatedError(ValueError):
+    """What a user's file did in run_isolated's process, in one line: it hung past its deadline, died, or raised
+    something other than a ValueError. `details`: the traceback where there is one."""
+
+    def __init__(self, message: str, details: str = "") -> None:
+        self.details = details
+        super().__init__(message)
+
+
+def _isolated_main(rank: int, world: int, fn: Callable, args: tuple, folder: str, preload: tuple[str, ...]) -> None:
+    os.environ[PHASE_FILE] = str(Path(folder, f"{rank}.phase"))
+    for module in preload:  # pkroof's own imports (torch) are start-up, not the user's file's time
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
+    Path(folder, f"{rank}.ready").write_text("")
+    try:
+        outcome: tuple = ("returned", fn(*args))
+    except ValueError as e:  # a user error: the same exception in the caller, where it pickles
+        outcome = ("raised", e, traceback.format_exc())
+    except BaseException as e:  # SystemExit, KeyboardInterrupt of the file's own, any other error: one line
+        first = (str(e).strip().splitlines() or [""])[0]
+        outcome = ("failed", f"{type(e).__name__}{': ' + first if first else ''}", traceback.format_exc())
+    try:
+        data = pickle.dumps(outcome)
+    except Exception as e:  # an exception or a result that does not pickle
+        data = pickle.dumps(("failed", f"its result could not be sent back ({type(e).__name__}: {e})", ""))
+    Path(folder, f"{rank}.pickle").write_bytes(data)
+    _flush()
+    os._exit(0)
+
+
+def run_isolated(
+    fn: Callable,
+    args: tuple,
+    *,
+    timeout_s: float,
+    what: str,
+    startup_s: float = STARTUP_S,
+    preload: tuple[str, ...] = (),
+) -> Any:
+    """fn(*args) in a process of its own (a guard and its worker, as a rank), stopped at `timeout_s`; its return
+    value. For the user's files that the parent would otherwise import or run (an import that loops, a reference
+    that never returns while traced): `what` says what ran ("loading my_problem.py"), and every way it can fail is
+    one line: a ValueError it raised is raised here as it is; a hang, a death (os._exit, a signal) or another error
+    is an IsolatedError. The deadline starts once the process runs fn (its start-up, `preload`'s imports included,
+    has `startup_s`)."""
+    reap_stale_folders()
+    with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as folder, stopped_by_signals():
+        procs = start_ranks(_isolated_main, 1, (fn, args, folder, preload), loopback=True)
+        start = time.monotonic()
+        try:
+            wait_ranks(procs, timeout_s, Path(folder), startup_s=startup_s)
+        except RankTimeoutError as e:
+            if e.startup:
+                raise IsolatedError(f"{what}: its process did not start in {startup_s:g} s; stopped") from None
+            doing = e.phases.get(0) or what
+            seconds = time.monotonic() - start
+            raise IsolatedError(
+                f"{what}: stopped after {seconds:.0f} s, still {doing} (the limit is {timeout_s:g} s: --timeout)"
+            ) from None
+        except RankFailedError as e:
+            raise IsolatedError(f"{what}: its process {e.how}", e.details) from None
+        finally:
+            stop_ranks(procs)
+        outcome = pickle.loads(Path(folder, "0.pickle").read_bytes())
+    if outcome[0] == "returned":
+        return outcome[1]
+    if outcome[0] == "raised":
+        raise outcome[1]
+    raise IsolatedError(f"{what}: {outcome[1]}", outcome[2])

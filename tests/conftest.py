@@ -41,6 +41,14 @@ def system():
     return make_system()
 
 
+@pytest.fixture(autouse=True)
+def _no_saved_topology(tmp_path_factory, monkeypatch):
+    """Every test sees the default preset as the default topology: no $PKROOF_TOPOLOGY, and a config folder of its
+    own, so a topology saved on the machine running the tests (pkroof probe --save) changes nothing."""
+    monkeypatch.delenv("PKROOF_TOPOLOGY", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+
+
 def _num_gpus() -> int:
     try:
         import torch
@@ -58,3 +66,17 @@ def pytest_collection_modifyitems(config, items):
             gpus = _num_gpus() if gpus is None else gpus
             if gpus < need:
                 item.add_marker(pytest.mark.skip(reason=f"needs {need} NVIDIA GPU(s), found {gpus}"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _own_trace_cache(tmp_path_factory):
+    """Tests never read or fill the user's trace cache (~/.cache/pkroof/traces): one of their own, per session."""
+    import os
+
+    before = os.environ.get("PKROOF_TRACE_CACHE")
+    os.environ["PKROOF_TRACE_CACHE"] = str(tmp_path_factory.mktemp("trace-cache"))
+    yield
+    if before is None:
+        os.environ.pop("PKROOF_TRACE_CACHE", None)
+    else:
+        os.environ["PKROOF_TRACE_CACHE"] = before

@@ -183,27 +183,51 @@ def _interpreter_ints() -> None:
     interpreter.int = _Int
 
 
-def main() -> int:
+def cases() -> list[tuple[str, str, dict]]:
+    """Every CPU case: (its name, the function here that runs it, its keyword arguments)."""
+    out = []
+    for kind in KINDS:
+        for world in WORLDS:
+            n, tma_n = sizes(kind, world), tma_sizes(kind, world)
+            for push in (False, True):
+                way = "push" if push else "pull"
+                out.append((f"{kind}-{world}-{way}", "emulate", dict(kind=kind, world=world, n=n, push=push)))
+            out.append(
+                (f"{kind}-{world}-tma-push", "emulate", dict(kind=kind, world=world, n=tma_n, push=True, tma=True))
+            )
+            out.append(
+                (f"{kind}-{world}-split-push", "emulate", dict(kind=kind, world=world, n=n, push=True, split=True))
+            )
+    for world in WORLDS:
+        out.append((f"gemm-all-reduce-inter-sm-{world}", "emulate_gemm_all_reduce", dict(world=world)))
+    out.append(("gemm-all-reduce-inter-sm-3-grouped", "emulate_gemm_all_reduce", dict(world=3, group=2)))
+    return out
+
+
+def run_case(function: str, kwargs: dict) -> None:
+    """One case of cases() on CPU (the interpreter chosen already: interpreter_setup())."""
+    if function == "emulate":
+        kw = dict(kwargs)
+        emulate(kw.pop("kind"), kw.pop("world"), kw.pop("n"), kw.pop("push"), ctas=4, device="cpu", **kw)
+    else:
+        emulate_gemm_all_reduce(device="cpu", **kwargs)
+
+
+def interpreter_setup() -> None:
+    """Triton's interpreter, before triton compiles anything, and what the kernels need of it on CPU."""
     os.environ["TRITON_INTERPRET"] = "1"
     _interpreter_ints()
     import torch
     import triton
 
     triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8))  # TMA descriptors
-    cases = 0
-    for kind in KINDS:
-        for world in WORLDS:
-            for push in (False, True):
-                emulate(kind, world, sizes(kind, world), push, ctas=4, device="cpu")
-                cases += 1
-            emulate(kind, world, tma_sizes(kind, world), True, ctas=4, device="cpu", tma=True)
-            emulate(kind, world, sizes(kind, world), True, ctas=4, device="cpu", split=True)
-            cases += 2
-    print(f"{cases} cases correct")
-    for world in WORLDS:
-        emulate_gemm_all_reduce(world, device="cpu")
-    emulate_gemm_all_reduce(3, device="cpu", group=2)
-    print(f"{len(WORLDS) + 1} inter-SM cases correct")
+
+
+def main() -> int:
+    interpreter_setup()
+    for _, function, kwargs in cases():
+        run_case(function, kwargs)
+    print(f"{len(cases())} cases correct")
     return 0
 
 

@@ -261,27 +261,38 @@ def one_rank_group() -> None:
     print("one-rank group ok")
 
 
-def main() -> int:
-    if "--one-rank" in sys.argv:
-        one_rank_group()
-        return 0
-    os.environ["TRITON_INTERPRET"] = "1"
-    sys.path.insert(0, os.path.dirname(__file__))
-    from emulate import _interpreter_ints
-
-    _interpreter_ints()
-    cases = 0
+def cases() -> list[tuple[str, str, dict]]:
+    """Every CPU case: (its name, the function here that runs it, its keyword arguments)."""
+    out = []
     for kind in KINDS:
         for dtype_name in DTYPES:
             for world in WORLDS:
                 for n, ctas in CASES:
-                    emulate_phased(kind, world, n, dtype_name, ctas, device="cpu")
-                    cases += 1
-    print(f"{cases} LL cases ok")
+                    kw = dict(kind=kind, world=world, n=n, dtype_name=dtype_name, ctas=ctas)
+                    out.append((f"ll-{kind}-{dtype_name}-{world}-n{n}", "emulate_phased", kw))
     for world in WORLDS:  # bf16 (half types pack two to a word: the chunks' padding matters)
         for n, ctas in CASES:
-            emulate_two_shot(world, n, "bfloat16", ctas, device="cpu")
-    print(f"{len(WORLDS) * len(CASES)} two-shot LL cases ok")
+            kw = dict(world=world, n=n, dtype_name="bfloat16", ctas=ctas)
+            out.append((f"ll-two-shot-bfloat16-{world}-n{n}", "emulate_two_shot", kw))
+    return out
+
+
+def run_case(function: str, kwargs: dict) -> None:
+    """One case of cases() on CPU (the interpreter chosen already: emulate.interpreter_setup())."""
+    globals()[function](device="cpu", **kwargs)
+
+
+def main() -> int:
+    if "--one-rank" in sys.argv:
+        one_rank_group()
+        return 0
+    sys.path.insert(0, os.path.dirname(__file__))
+    from emulate import interpreter_setup
+
+    interpreter_setup()
+    for _, function, kwargs in cases():
+        run_case(function, kwargs)
+    print(f"{len(cases())} LL cases ok")
     return 0
 
 

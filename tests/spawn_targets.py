@@ -13,7 +13,8 @@ def rank1_fails(rank: int, world: int, folder: str) -> None:
     if rank == 1:
         print("rank 1: simulated kernel failure", file=sys.stderr)
         raise SystemExit(3)
-    time.sleep(30)  # rank 0 would wait for its peer forever; the parent must stop it
+    time.sleep(600)  # rank 0 would wait for its peer forever; the parent must stop it
+    Path(folder, "rank0-done").write_text("")
 
 
 def hangs(rank: int, world: int, folder: str) -> None:

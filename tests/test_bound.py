@@ -260,40 +260,49 @@ def test_pure_collectives_only_have_serial_predictions(system):
     assert {p.schedule for p in b.predictions} == {Schedule.SERIAL}
 
 
+def _waves_s(m, n, k, rate, sms=100):
+    """A GEMM alone on every SM: whole waves of 128×256 tiles, each SM at 1/sms of the rate (split-K only where the
+    tiles leave SMs idle, not here): ⌈tiles / SMs⌉ · 2·128·256·K / (rate / SMs)."""
+    tiles = math.ceil(m / 128) * math.ceil(n / 256)
+    return math.ceil(tiles / sms) * 2 * 128 * 256 * k * sms / rate
+
+
 def test_serial_baseline_is_compute_then_comm():
-    # GEMM alone: max(2MNK/R, HBM bytes/BW); then the NCCL ring reduce-scatter 7/8·M·N·2 at 300 GB/s, 7 steps
+    # GEMM alone: max(its waves of tiles, HBM bytes/BW) — 32768² has 256·128 = 32768 tiles, 328 waves on 100 SMs,
+    # not 327.68; then the NCCL ring reduce-scatter 7/8·M·N·2 at 300 GB/s, 7 steps
     system = make_system()
     m = n = 32768
     k = 4096
     b = _gemm_rs(k, system)
     p = b.prediction(Mechanism.NCCL, Schedule.SERIAL)
-    gemm_s = max(2 * m * n * k / 1000e12, 2 * (m * k + k * n + m * n) / 3e12)
+    gemm_s = max(_waves_s(m, n, k, 1000e12), 2 * (m * k + k * n + m * n) / 3e12)
     comm_s = 7 / 8 * m * n * 2 / 300e9 + 7 * 3e-6
     assert p.t_s == pytest.approx(gemm_s + comm_s)
 
 
 def test_a_long_gemm_is_predicted_at_the_sustained_rate_and_the_roof_keeps_the_peak():
     # peak 1000 TFLOP/s, sustained 800. M = N = 32768, K = 4096: 2·M·N·K = 8.80e12 FLOP, 8.8 ms at the peak,
-    # past SUSTAINED_AFTER_S (2 ms), so the prediction charges 8.80e12 / 800e12 = 11.0 ms; the roof keeps 8.8 ms
+    # past SUSTAINED_AFTER_S (2 ms), so the prediction charges its waves at 800e12: 11.0 ms; the roof keeps 8.8 ms
     system = dataclasses.replace(make_system(), sustained_flops={"bf16": 800e12})
     m = n = 32768
     k = 4096
     b = _gemm_rs(k, system)
     flops = 2 * m * n * k
     comm_s = 7 / 8 * m * n * 2 / 300e9 + 7 * 3e-6
-    assert b.prediction(Mechanism.NCCL, Schedule.SERIAL).t_s == pytest.approx(flops / 800e12 + comm_s)
+    assert b.prediction(Mechanism.NCCL, Schedule.SERIAL).t_s == pytest.approx(_waves_s(m, n, k, 800e12) + comm_s)
     assert b.t_compute_s == pytest.approx(flops / 1000e12)
     assert b.peak_flops == pytest.approx(1000e12)
 
 
 def test_a_short_gemm_is_predicted_at_the_peak_even_where_a_sustained_rate_is_known():
     # M = N = K = 8192: 2·8192³ = 1.10e12 FLOP, 1.10 ms at the peak (< 2 ms): the GPU does not reach its power
-    # limit within one timed sample, so the prediction charges the peak; its HBM time 2·3·8192²/3e12 = 0.13 ms
+    # limit within one timed sample, so the prediction charges the peak (its 21 waves of 2048 tiles on 100 SMs);
+    # its HBM time 2·3·8192²/3e12 = 0.13 ms
     system = dataclasses.replace(make_system(), sustained_flops={"bf16": 800e12})
     m = n = k = 8192
     b = _gemm_rs(k, system, m=m, n=n)
     comm_s = 7 / 8 * m * n * 2 / 300e9 + 7 * 3e-6
-    assert b.prediction(Mechanism.NCCL, Schedule.SERIAL).t_s == pytest.approx(2 * m * n * k / 1000e12 + comm_s)
+    assert b.prediction(Mechanism.NCCL, Schedule.SERIAL).t_s == pytest.approx(_waves_s(m, n, k, 1000e12) + comm_s)
 
 
 def test_a_system_without_a_sustained_rate_predicts_at_the_peak():
@@ -430,7 +439,7 @@ def test_nccl_regimes_are_chosen_by_the_bytes_on_the_link():
 
 def test_a_copy_engine_overlap_pays_alpha_for_every_dma_to_a_peer_after_the_first():
     # A DMA starts only once the one before it on its copy stream has ended (local DMAs on one H200: ~1.9 µs per
-    # chunk boundary, benchmarks/2026-12-01-one-gpu-h200.md §2; 2.75-2.88 µs per chunk over NVLink on 2xH200).
+    # chunk boundary, benchmarks/kernels/2026-12-01-one-gpu-h200.md §2; 2.75-2.88 µs per chunk over NVLink on 2xH200).
     # GEMM + reduce-scatter sends each peer its rows once: one DMA per peer. The one-shot GEMM + all-reduce
     # (kernels/fused.py) pushes each row block of its partial product to every peer as soon as it is computed: two
     # blocks at 2 ranks, one beyond (fused.one_shot_blocks). Peers are served side by side, as in the copy-engine
@@ -623,3 +632,100 @@ def test_a_gemm_holds_its_operands_and_a_workload_that_cannot_fit_is_refused():
     check_fits(w, need, "GPU")  # exactly full is enough
     with pytest.raises(ValueError, match=r"gemm-all-reduce: the gemm .* needs 640 MiB on each rank, more than one "):
         check_fits(w, need - 1, "GPU")
+
+
+def _with_nccl_tuning(system, tuning):
+    ms = dict(system.mechanisms)
+    ms[Mechanism.NCCL] = dataclasses.replace(ms[Mechanism.NCCL], nccl=tuning)
+    return dataclasses.replace(system, mechanisms=ms)
+
+
+def test_nccl_with_its_tuning_runs_what_nccl_picks_and_names_it():
+    # NCCL's model on an NVLink node of 370.8 GB/s: at 1 GiB on 8 ranks NVLS beats the ring; its measured line prices
+    # it, 40 µs + S at 270 GB/s, captured in a graph; waited on, 21 µs of host more; NCCL's 24 channels its SMs
+    from pkroof.rooflines.nccl import NcclLine, NcclTuning
+
+    tuning = NcclTuning(
+        "2.27", 24, "nvlink", 370.8e9, 141e9, 36.7e9, 0.85, 16, 5,
+        lines={"nvls/simple": (NcclLine(40e-6, 0.0, 270e9),)}, host_overhead_s=21e-6,
+    )  # fmt: skip
+    system = _with_nccl_tuning(make_system(multimem=True), tuning)
+    p = bound(build("all-reduce", 8, size=S), system).prediction(Mechanism.NCCL, Schedule.SERIAL)
+    assert (p.algorithms, p.protocols, p.comm_sms) == (("nvls",), ("simple",), 24)
+    assert p.t_s == pytest.approx(40e-6 + S / 270e9)
+    assert p.t_eager_s == pytest.approx(p.t_s + 21e-6)
+    assert p.t_symmetric_s is None  # no symmetric kernels in this tuning
+    # without multicast NCCL's default is no NVLS: the ring, priced by NCCL's model (no measured ring line)
+    flat = _with_nccl_tuning(make_system(), dataclasses.replace(tuning, nvls_efficiency=0.0, nvls_channels=0))
+    q = bound(build("all-reduce", 8, size=S), flat).prediction(Mechanism.NCCL, Schedule.SERIAL)
+    assert (q.algorithms, q.protocols) == (("ring",), ("simple",))
+    assert q.t_s == pytest.approx(8.4e-6 + 14 * 3.4e-6 + 2 * 7 / 8 * S / 370.8e9)
+
+
+def test_a_probe_fitted_nccl_names_the_regime_that_prices_each_call():
+    # make_system's NCCL has no fits: no regime; one fitted collective names which of its lines ran
+    plain = bound(build("all-reduce", 8, size=S), make_system()).prediction(Mechanism.NCCL, Schedule.SERIAL)
+    assert plain.protocols == ("simple",) and plain.t_eager_s is None
+    system = make_system()
+    ms = dict(system.mechanisms)
+    fits = (("all-reduce", 3e-6, 100e9), ("all-reduce", 30e-6, 300e9))
+    ms[Mechanism.NCCL] = dataclasses.replace(ms[Mechanism.NCCL], collective_fits=fits)
+    fitted = dataclasses.replace(system, mechanisms=ms)
+    small = bound(build("all-reduce", 8, size=4096), fitted).prediction(Mechanism.NCCL, Schedule.SERIAL)
+    large = bound(build("all-reduce", 8, size=S), fitted).prediction(Mechanism.NCCL, Schedule.SERIAL)
+    assert (small.protocols, large.protocols) == (("fit 1/2",), ("fit 2/2",))
+
+
+def test_multimem_all_reduce_is_predicted_at_n_plus_one_over_n_of_the_size_and_the_roof_keeps_the_size():
+    # in-network all-reduce on 8 ranks: each rank's own chunk crosses its link too, so (8+1)/8·S each way at the
+    # 400 GB/s peak (100 CTAs × 80 GB/s above it); 2 steps + a flag × 2 µs; staging S sent and S received through HBM
+    # (3 TB/s). The roof keeps S at 400 GB/s
+    system = make_system(multimem=True)
+    b = bound(build("all-reduce", 8, size=S), system)
+    p = b.prediction(Mechanism.MULTIMEM, Schedule.SERIAL)
+    assert p.t_s == pytest.approx(9 / 8 * S / 400e9 + 3 * 2e-6 + 2 * S / 3e12)
+    assert b.t_link_s == pytest.approx(S / 400e9)
+
+
+def test_a_short_gemm_is_predicted_at_the_burst_rate_where_one_is_measured():
+    # a datasheet peak of 1000 TFLOP/s that no matmul reaches, 800 measured for one call alone: 8192³ (1.1 ms at the
+    # peak, under SUSTAINED_AFTER_S) is predicted by its 21 waves at 800e12; the roof keeps the peak
+    system = dataclasses.replace(make_system(), burst_flops={"bf16": 800e12})
+    m = n = k = 8192
+    b = _gemm_rs(k, system, m=m, n=n)
+    comm_s = 7 / 8 * m * n * 2 / 300e9 + 7 * 3e-6
+    assert b.prediction(Mechanism.NCCL, Schedule.SERIAL).t_s == pytest.approx(_waves_s(m, n, k, 800e12) + comm_s)
+    assert b.t_compute_s == pytest.approx(2 * m * n * k / 1000e12)
+
+
+def test_a_gemm_of_few_tiles_splits_along_k_and_pays_its_padded_rows():
+    # M = 64, N = 2048, K = 8192 on 100 SMs: 1 × 8 tiles of 128×256 (the M rows padded to 128), split along K as
+    # far as the SMs allow (100 // 8 = 12) and each piece keeps K ≥ 2048 (8192 // 2048 = 4): 4 ways, 32 pieces, one
+    # wave of 2·128·256·8192 / 4 FLOP per SM at 1000e12 / 100; more than the FLOPs at the peak (half the tile rows
+    # are padding). HBM at 300 TB/s, so that it does not bind (at 3 TB/s it would)
+    from pkroof.rooflines.workloads import gemm
+
+    m, n, k = 64, 2048, 8192
+    p = bound(gemm(m, n, k, "bf16"), make_system(hbm=300e12)).prediction(Mechanism.NCCL, Schedule.SERIAL)
+    split = min(100 // 8, k // 2048)
+    waves_s = 1 * 2 * 128 * 256 * k / split * 100 / 1000e12
+    assert waves_s > 2 * m * n * k / 1000e12 and waves_s > 2 * (m * k + k * n + m * n) / 300e12
+    assert p.t_s == pytest.approx(waves_s)
+    # K = 1024 is too short to split: one wave of whole tiles
+    short = bound(gemm(m, n, 1024, "bf16"), make_system(hbm=300e12)).prediction(Mechanism.NCCL, Schedule.SERIAL)
+    assert short.t_s == pytest.approx(2 * 128 * 256 * 1024 * 100 / 1000e12)
+
+
+def test_a_pair_within_the_models_error_of_nccls_default_is_not_advised():
+    # NCCL 300 GB/s ring on 8 ranks against SM loads at 400 GB/s two-shot: at 1 GiB the SM kernel is predicted 1.2×
+    # faster (beyond WIN = 1.1): advised. Give NCCL 350 GB/s and the gain falls under 1.1: NCCL's default is advised,
+    # with no headroom, and the faster pair is kept as the one not advised
+    from pkroof.rooflines.advice import WIN
+
+    w = build("all-reduce", 8, size=S)
+    a = advise(bound(w, make_system()))
+    assert a.best.mechanism is not Mechanism.NCCL and a.headroom >= WIN and a.fastest is None
+    close = advise(bound(w, make_system(nccl_peak=350e9)))
+    assert close.best.mechanism is Mechanism.NCCL and close.headroom == 1.0
+    assert close.fastest is not None and close.fastest.t_s < close.baseline.t_s < WIN * close.fastest.t_s
+    assert "no gain the model can claim" in close.reason

@@ -2,10 +2,13 @@
 
 import json
 import os
+import select
 import subprocess
 import sys
 from pathlib import Path
 
+import emulate
+import emulate_ll
 import pytest
 
 from pkroof.kernels.catalogue import load, names
@@ -232,38 +235,87 @@ def test_tiling_spreads_tiles_and_keeps_16_byte_blocks(monkeypatch):
     assert _tiling(128 << 10, 256) == (1024, 1)
 
 
-def _in_the_interpreter(script: str) -> str:
-    """Run tests/<script> in a process of its own with Triton's interpreter (chosen before triton compiles anything);
-    its stdout, after asserting it exited 0."""
+class Interpreter:
+    """tests/interpreter_worker.py: one process with Triton's interpreter (chosen before triton compiles anything)
+    that runs the emulation cases one by one; restarted after a case that fails or exceeds its limit."""
+
+    CASE_LIMIT_S = 600  # one case: seconds of CPU on a busy machine, far above what any takes alone
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+
+    def _start(self) -> subprocess.Popen:
+        env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(Path(__file__).parent)}
+        proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__).parent / "interpreter_worker.py")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        assert json.loads(self._line(proc)) == {"ready": True}
+        return proc
+
+    def _line(self, proc: subprocess.Popen) -> str:
+        ready, _, _ = select.select([proc.stdout], [], [], self.CASE_LIMIT_S)
+        line = proc.stdout.readline() if ready else ""
+        if not line:
+            self.stop(proc)
+            pytest.fail(f"the interpreter process gave no answer in {self.CASE_LIMIT_S} s (or died)")
+        return line
+
+    def run(self, module: str, function: str, kwargs: dict) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = self._start()
+        self.proc.stdin.write(json.dumps({"module": module, "function": function, "kwargs": kwargs}) + "\n")
+        self.proc.stdin.flush()
+        answer = json.loads(self._line(self.proc))
+        assert answer["ok"], answer.get("error")
+
+    def stop(self, proc: subprocess.Popen | None = None) -> None:
+        proc = proc or self.proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc is self.proc:
+            self.proc = None
+
+
+@pytest.fixture(scope="module")
+def interpreter():
     pytest.importorskip("torch")
     pytest.importorskip("triton")
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(Path(__file__).parent)}
-    done = subprocess.run([sys.executable, str(Path(__file__).parent / script)], capture_output=True, text=True,
-                          env=env, timeout=600)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
+    worker = Interpreter()
+    yield worker
+    worker.stop()
 
 
-def test_emulated_ranks_in_the_triton_interpreter():
-    # the kernels themselves, on CPU: 1 (a one-rank group), 2, 3, 4 and 8 emulated ranks × the four collectives
-    # × pull / push / TMA push / split-role push, and the inter-SM GEMM + all-reduce (persistent GEMM, band
-    # counters, pushes, sums), at sizes that are not multiples of the block (nor, for all-reduce, of the world
-    # size; for TMA, with a tail of less than a row), three calls each (tests/emulate.py)
-    stdout = _in_the_interpreter("emulate.py")
-    assert "80 cases correct" in stdout  # 4 collectives × 5 world sizes × (pull, push, TMA push, split push)
-    assert "6 inter-SM cases correct" in stdout  # GEMM + all-reduce inter-SM on 1, 2, 3, 4 and 8 ranks; 3 grouped
+# the kernels themselves, on CPU: 1 (a one-rank group), 2, 3, 4 and 8 emulated ranks × the four collectives × pull /
+# push / TMA push / split-role push, and the inter-SM GEMM + all-reduce (persistent GEMM, band counters, pushes, sums),
+# at sizes that are not multiples of the block (nor, for all-reduce, of the world size; for TMA, with a tail of less
+# than a row), three calls each (tests/emulate.py): 80 collective cases and 6 inter-SM ones, 3 ranks grouped by 2
+EMULATED = emulate.cases()
 
 
-def test_ll_collectives_in_the_triton_interpreter():
-    # the LL all-reduce, all-gather, reduce-scatter and all-to-all (kernels/low_latency.py), phased: fp32, bf16, fp16
-    # × 1, 2, 3, 4, 8 ranks × (5 elements per rank and peer: one masked tile, a padded word in every chunk of a half
-    # type; 20483 over 2 CTAs: three tiles, two on CTA 0, the last partial), three calls each (both inbox
-    # parities), against each collective's definition (tests/emulate_ll.py)
-    # and the two-shot all-reduce as all_reduce_two_shot_ll composes it (an LL reduce-scatter of the padded input, an
-    # LL all-gather of the reduced chunks), bf16 on the same ranks and sizes
-    done = _in_the_interpreter("emulate_ll.py")
-    assert "120 LL cases ok" in done  # 4 kinds × 3 dtypes × 5 world sizes × 2 cases
-    assert "10 two-shot LL cases ok" in done  # 5 world sizes × 2 cases
+@pytest.mark.parametrize(("function", "kwargs"), [c[1:] for c in EMULATED], ids=[c[0] for c in EMULATED])
+def test_emulated_ranks_in_the_triton_interpreter(function, kwargs, interpreter):
+    interpreter.run("emulate", function, kwargs)
+
+
+# the LL all-reduce, all-gather, reduce-scatter and all-to-all (kernels/low_latency.py), phased: fp32, bf16, fp16 × 1,
+# 2, 3, 4, 8 ranks × (5 elements per rank and peer: one masked tile, a padded word in every chunk of a half type; 20483
+# over 2 CTAs: three tiles, two on CTA 0, the last partial), three calls each (both inbox parities), against each
+# collective's definition; and the two-shot all-reduce as all_reduce_two_shot_ll composes it (an LL reduce-scatter of
+# the padded input, an LL all-gather of the reduced chunks), bf16 on the same ranks and sizes (tests/emulate_ll.py)
+LL = emulate_ll.cases()
+
+
+@pytest.mark.parametrize(("function", "kwargs"), [c[1:] for c in LL], ids=[c[0] for c in LL])
+def test_ll_collectives_in_the_triton_interpreter(function, kwargs, interpreter):
+    interpreter.run("emulate_ll", function, kwargs)
+
+
+def test_the_emulations_cover_every_case_they_name():
+    assert len(EMULATED) == 4 * 5 * 4 + 6  # 4 collectives × 5 world sizes × (pull, push, TMA push, split push)
+    assert len(LL) == 4 * 3 * 5 * 2 + 5 * 2  # 4 kinds × 3 dtypes × 5 world sizes × 2 cases; two-shot: 5 × 2
+    assert len({c[0] for c in EMULATED + LL}) == len(EMULATED + LL)  # each its own test id
 
 
 def test_ll_words_pad_half_types_to_whole_words():

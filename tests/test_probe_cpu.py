@@ -199,10 +199,9 @@ def test_spawn_runs_every_rank(tmp_path):
 
 
 def test_a_failing_rank_stops_the_others(tmp_path):
-    start = time.monotonic()
     with pytest.raises(ProbeError, match="rank 1 failed \\(exit code 3\\)"):
-        spawn(spawn_targets.rank1_fails, 2, (str(tmp_path),), 60, print)
-    assert time.monotonic() - start < 20  # rank 0 sleeps 30 s: it was stopped, not waited for
+        spawn(spawn_targets.rank1_fails, 2, (str(tmp_path),), 900, print)
+    assert not (tmp_path / "rank0-done").exists()  # rank 0 sleeps 600 s: it was stopped, not waited for
 
 
 def test_a_hanging_probe_is_stopped_at_its_deadline(tmp_path):
@@ -359,6 +358,7 @@ def test_refit_keeps_every_number_the_profiler_calibrated():
 
 
 def test_ctrl_c_leaves_no_rank_behind(tmp_path):
+    pytest.importorskip("torch")  # the spawned ranks rendezvous through torch's FileStore
     import signal
     import subprocess
     import sys
@@ -370,11 +370,11 @@ def test_ctrl_c_leaves_no_rank_behind(tmp_path):
         f"spawn(spawn_targets.hangs, 2, ({str(tmp_path)!r},), 60, print)\n"
     )
     parent = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 300  # start-up on a busy machine: a poll, no time asserted
     while len(list(tmp_path.glob("pid*"))) < 2 and time.monotonic() < deadline:
         time.sleep(0.1)
     parent.send_signal(signal.SIGINT)
-    parent.wait(timeout=30)
+    parent.wait(timeout=300)
     assert "KeyboardInterrupt" in parent.stderr.read()
     for pid_file in tmp_path.glob("pid*"):
         with pytest.raises(ProcessLookupError):
@@ -498,7 +498,7 @@ def test_refit_of_a_multi_node_probe_counts_every_rank():
     1 rank per node, a ring all-reduce of S would put 0 bytes on the link and no line could be fitted)."""
     from pkroof.topology.from_probe import refit
 
-    rehearsal = load(DATA / "probe-rehearsal-2nodes.json")  # benchmarks/device_run_rehearsal.sh on 2026-11-30
+    rehearsal = load(DATA / "probe-rehearsal-2nodes.json")  # benchmarks/probe/device_run_rehearsal.sh on 2026-11-30
     assert (rehearsal.nodes, rehearsal.gpus_per_node) == (2, 1)
     again = refit(rehearsal)
     ar = next(c for c in again.probe.curves if c.name == "nccl all-reduce")

@@ -74,3 +74,42 @@ def test_local_ceilings_record_the_clock_each_matmul_rate_ran_at():
     # so fp32 is 6% of bf16 and tf32 52%): the tf32 flag is set on every call, the sustained pass included
     assert c["matmul_fp32_flops"] < 0.3 * c["matmul_bf16_flops"]
     assert c["matmul_fp32_sustained_flops"] < 0.3 * c["matmul_bf16_sustained_flops"]
+
+
+def test_the_host_link_is_measured_and_its_bytes_checked():
+    import dataclasses
+
+    import torch
+
+    from pkroof.topology.probe_plan import make_plan
+    from pkroof.topology.probe_worker import Rank
+
+    worker = Rank.__new__(Rank)  # the host link needs no process group: rank 0's GPU and its host
+    worker.rank, worker.device = 0, torch.device("cuda", 0)
+    worker.plan = dataclasses.replace(make_plan(quick=True), cta_sweep_bytes=16 << 20)
+    worker.ceilings, worker.notes, worker.log = {}, [], lambda line: None
+    worker.host_link()
+    assert worker.notes == []
+    # PCIe Gen5 x16 carries at most 63 GB/s per direction (the PCI Express spec, 32 GT/s x16), NVLink-C2C 450
+    for key in ("host_to_device_Bps", "device_to_host_Bps"):
+        assert 1e9 < worker.ceilings[key] < 450e9, key
+
+
+def test_a_quick_probe_of_one_gpu_writes_a_topology_without_peers(tmp_path):
+    from typer.testing import CliRunner
+
+    from pkroof.cli import app
+    from pkroof.topology import load
+
+    out = tmp_path / "one.json"
+    result = CliRunner().invoke(app, ["probe", "--quick", "--gpus", "0", "--out", str(out), "--name", "one"])
+    assert result.exit_code == 0, result.output
+    t = load(out)
+    assert (t.gpus_per_node, t.scaleup.kind, t.scaleup.links_per_gpu) == (1, "none", 0)
+    assert not any(spec.available for spec in t.mechanisms.values())
+    assert all(spec.note == "one GPU: no peer to move data to" for spec in t.mechanisms.values())
+    assert t.basis("gpu.hbm_bandwidth_Bps") == "measured" and t.gpu.peak_flops["bf16"] > 0
+    assert 0 < t.gpu.sustained_flops["bf16"] <= t.gpu.peak_flops["bf16"]
+    assert t.probe.ceilings["host_to_device_Bps"] > 0 and t.probe.ceilings["device_to_host_Bps"] > 0
+    bound = CliRunner().invoke(app, ["bound", "all-reduce", "-t", str(out)])
+    assert bound.exit_code == 2 and "one GPU and no peer" in bound.stderr

@@ -90,15 +90,18 @@ def test_ring_attention_at_a_real_shape_traces_on_meta_with_bf16_matmuls(monkeyp
     # upcasts to fp32 for its accuracy, the problem's math (its inputs) is bf16
     flops = 2 * 2 * heads * (seq // world) * seq * d
     assert w.flops_by_dtype == {"bf16": flops}
-    # around the ring: P − 1 steps, each sending this rank's K and V chunks [seq/P, kv_heads, d] bf16 to the next
+    # around the ring: P − 1 steps, each one batch_isend_irecv sending this rank's K and V chunks [seq/P, kv_heads, d]
+    # bf16 to the next rank and receiving the previous rank's: one step of 2 chunks each way, after the step before
+    # it (its K and V arrived in that step)
     chunk = (seq // world) * kv_heads * d * 2
-    assert [(op.kind, op.size_bytes, op.group_size) for op in w.comm] == [(Collective.SEND_RECV, chunk, 2)] * (
-        2 * (world - 1)
-    )
+    steps = [(op.kind, op.send_bytes, op.recv_bytes, op.group_size) for op in w.comm]
+    assert steps == [(Collective.SEND_RECV, 2 * chunk, 2 * chunk, 2)] * (world - 1)
+    assert [op.after for op in w.comm] == [(), *((w.comm[i].name,) for i in range(world - 2))]
+    assert not w.ranks  # non-causal: every rank alike
     out = _bound_json("ring-attention", "--shape", "llama3-8b-32k", "--topology", "hgx-h100-8")
     assert out["terms"]["compute_s"] == pytest.approx(flops / resolve("hgx-h100-8").system(8).peak_flops["bf16"])
     text = CliRunner().invoke(app, ["bound", "ring-attention", "--shape", "llama3-8b-32k"]).stdout
-    assert f"one-shot ×{2 * (world - 1)}" in text and "one-shot,one-shot" not in text  # one column, not 14 repeats
+    assert f"one-shot ×{world - 1}" in text and "one-shot,one-shot" not in text  # one column, not 7 repeats
 
 
 def test_dtype_applies_to_suite_problems_or_is_refused_in_one_line():
@@ -154,10 +157,15 @@ def test_a_user_problem_whose_code_raises_is_one_line_naming_the_file_and_functi
     )
     err = _one_line_error("bound", str(raises))
     assert err == f"pkroof: {raises}: reference() raised NameError: name 'undefined_helper' is not defined"
-    broken = tmp_path / "broken.py"
-    broken.write_text(head + "import not_a_module_anywhere\n")
+    broken = tmp_path / "broken.py"  # read from its source; imported when traced, and the import fails
+    broken.write_text(
+        head.replace("import torch\n", "import torch\nimport not_a_module_anywhere\n") + raises.read_text()[len(head) :]
+    )
     err = _one_line_error("bound", str(broken))
     assert str(broken) in err and "ModuleNotFoundError" in err
+    empty = tmp_path / "empty.py"  # no functions at all: said without running it
+    empty.write_text(head + "import not_a_module_anywhere\n")
+    assert "has no function `inputs`" in _one_line_error("bound", str(empty))
 
 
 def test_analytic_workloads_on_72_ranks_round_collective_sizes_and_say_why_a_shape_is_left_out():

@@ -2,7 +2,6 @@
 a user's problem file with no hand-written workload, traced into one."""
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -46,7 +45,6 @@ def _run(tmp_path, impls, **kw):
 
 
 def test_every_kind_of_implementation_is_recorded_and_the_run_goes_on(tmp_path):
-    start = time.monotonic()
     written, lines = _run(tmp_path, ["correct", "wrong", "unwritten", "hangs", "crashes"], timeout_s=10)
     status = {r["impl"].rpartition(":")[2]: r for r in written}
     assert status["reference"]["status"] == "correct"
@@ -59,7 +57,6 @@ def test_every_kind_of_implementation_is_recorded_and_the_run_goes_on(tmp_path):
     assert status["crashes"]["status"] == "crashed"
     assert "illegal memory access (simulated)" in status["crashes"]["message"].replace("was encountered ", "")
     assert "Traceback" in status["crashes"]["traceback"]
-    assert time.monotonic() - start < 120  # the hang cost its 10 s timeout, not forever
     stored, problems = records.read(tmp_path / "results.jsonl")
     assert problems == [] and [r["impl"] for r in stored] == [r["impl"] for r in written]
     assert all(r["schema"] == records.SCHEMA for r in stored)
@@ -264,7 +261,7 @@ def test_a_reference_that_fails_on_cpu_ranks_is_one_line_saying_why(tmp_path):
     with pytest.raises(TraceError) as e:
         trace(load(str(killed)), 2, {"n": 64})
     message = str(e.value)
-    assert message.startswith("tracing killed at small on 2 CPU ranks was killed (signal 9: out of memory?)")
+    assert message.startswith("tracing killed at small on 2 CPU ranks was killed (SIGKILL: out of memory?)")
     assert "Tensor.item() cannot be called on meta tensors" in message and "\n" not in message
 
 
@@ -285,3 +282,15 @@ def test_flops_are_charged_at_the_problems_dtype_when_the_reference_upcasts(tmp_
     # --dtype fp8: the bf16 inputs cast to fp8 on meta, and the same upcast matmul charged at the fp8 rate
     w = trace_on_meta(load(str(upcasts)), 2, {"m": m, "n": n, "k": k}, dtype="fp8")
     assert w.flops_by_dtype == {"fp8": 2 * m * n * k}
+
+
+def test_what_an_implementation_prints_goes_to_stderr_not_into_the_table(tmp_path):
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "pkroof", "profile", PROBLEM, "--impl", f"{IMPLS}:prints_to_stdout", "-n", "2"]
+    command += ["-t", "h200x2", "--iters", "2", "--out", str(tmp_path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "chatty rank" not in done.stdout and "chatty rank 0" in done.stderr and "chatty rank 1" in done.stderr
+    assert any("prints_to_stdout" in line and "correct" in line for line in done.stdout.splitlines())

@@ -5,6 +5,7 @@ SIGTERM to pkroof itself. Each failure is a record (or one line and a non-zero e
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -17,8 +18,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from pkroof.profilers import records  # noqa: E402
+from pkroof.profilers.profile import topology_ref  # noqa: E402
 from pkroof.profilers.run import Job, _compare, _verdict, run_job  # noqa: E402
 from pkroof.runtime.launch import RankFailedError, _failed  # noqa: E402
+from pkroof.topology import resolve  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "problems"
 PROBLEM = str(DATA / "user_gemm_all_reduce.py")
@@ -32,7 +35,8 @@ def _job(impl: str, timeout_s: float = 10) -> dict:
 def test_a_rank_that_exits_0_without_a_result_is_a_crash_not_an_abort():
     record = _job("exits_quietly")  # the whole run used to stop on a missing result file
     assert record["status"] == "crashed"
-    assert record["message"] == "rank 0 exited (code 0) before returning a result"
+    # both ranks leave; whichever is seen first is named (the job stops at the first)
+    assert re.fullmatch(r"rank [01] exited \(code 0\) before returning a result", record["message"])
 
 
 def test_the_rank_that_left_first_is_blamed_not_its_peer_on_the_broken_connection():
@@ -61,12 +65,10 @@ def test_failed_prefers_a_rank_that_ended_without_raising_then_the_first_to_rais
 
 
 def test_output_wrong_on_one_rank_is_incorrect_at_once_and_says_which_rank():
-    start = time.monotonic()
-    record = _job("wrong_on_rank_1", timeout_s=20)
-    assert record["status"] == "incorrect", record["message"]  # it used to deadlock until the timeout
+    record = _job("wrong_on_rank_1", timeout_s=300)
+    assert record["status"] == "incorrect", record["message"]  # it used to deadlock until the timeout: "timeout"
     assert record["message"].startswith("trial 1: rank 1: output 0: 1 of 2048 elements differ")  # 64 x 32
     assert record["max_abs_error"] == pytest.approx(1.0, rel=1e-4)  # rank 1's error, not rank 0's 0
-    assert time.monotonic() - start < 15
 
 
 def test_mismatched_and_nan_outputs_have_no_error_number_and_say_why():
@@ -111,9 +113,20 @@ def test_sigterm_stops_the_ranks_exits_non_zero_and_keeps_what_was_recorded(tmp_
     pids, out = tmp_path / "pids", tmp_path / "out"
     pids.mkdir()
     reference = {"problem": PROBLEM, "shape": "small", "params": {"m": 64, "n": 32, "k": 16}, "impl": "reference"}
-    records.append(out / "results.jsonl", reference | {"world_size": 2, "status": "correct", "t_roof_s": 1e-6})
+    measured_on = topology_ref(resolve("h200x2"))  # --resume reuses records of the topology it runs against only
+    records.append(out / "results.jsonl", reference | {"world_size": 2, "status": "correct", "topology": measured_on})
     command = [sys.executable, "-m", "pkroof", "profile", PROBLEM, "--impl", f"{IMPLS}:hangs_saying_its_pid"]
-    command += ["-n", "2", "--out", str(out), "--timeout", "60", "--resume"]  # the reference is recorded already
+    command += [
+        "-n",
+        "2",
+        "--out",
+        str(out),
+        "--timeout",
+        "60",
+        "--resume",
+        "-t",
+        "h200x2",
+    ]  # the reference is recorded already
     log = tmp_path / "stderr"
     with log.open("w") as err:  # files, not pipes: orphaned ranks would hold a pipe open
         pkroof = subprocess.Popen(
@@ -121,13 +134,13 @@ def test_sigterm_stops_the_ranks_exits_non_zero_and_keeps_what_was_recorded(tmp_
         )
     ranks: list[int] = []
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 300  # start-up on a busy machine: a poll, no time asserted
         while len(ranks) < 2:
             assert pkroof.poll() is None and time.monotonic() < deadline, log.read_text()
             ranks = [int(text) for f in pids.iterdir() if (text := f.read_text())]
             time.sleep(0.05)
         pkroof.send_signal(signal.SIGTERM)
-        assert pkroof.wait(30) == 128 + signal.SIGTERM
+        assert pkroof.wait(120) == 128 + signal.SIGTERM
         assert log.read_text().strip().splitlines()[-1].startswith("pkroof: stopped, and its ranks with it")
         assert not any(_running(pid) for pid in ranks)
         assert [r["impl"] for r in records.read(out / "results.jsonl")[0]] == ["reference"]
@@ -137,3 +150,18 @@ def test_sigterm_stops_the_ranks_exits_non_zero_and_keeps_what_was_recorded(tmp_
                 os.kill(pid, signal.SIGKILL)
         if pkroof.poll() is None:
             pkroof.kill()
+
+
+def test_a_crash_message_is_the_exception_its_type_and_every_line_of_it():
+    import traceback
+
+    from pkroof.runtime.launch import _exception_text
+
+    def fails():
+        raise RuntimeError("bad input\r\nsecond line")
+
+    try:
+        fails()
+    except RuntimeError:
+        details = traceback.format_exc().strip()
+    assert _exception_text(details) == "RuntimeError: bad input second line"  # not the last line alone

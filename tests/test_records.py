@@ -68,3 +68,33 @@ def test_every_record_written_is_strict_json(tmp_path):
     lines = path.read_text().splitlines()
     strict = [json.loads(line, parse_constant=lambda c: 1 / 0) for line in lines]  # NaN/Infinity would raise
     assert [r["x"] for r in strict] == [1.5, [None]] and {r["schema"] for r in strict} == {records.SCHEMA}
+
+
+def test_a_suite_record_is_bounded_by_the_workload_as_counted_now_unless_its_file_changed():
+    import dataclasses
+
+    from pkroof.kernels.catalogue import load
+    from pkroof.profilers import trace_cache
+    from pkroof.profilers.evaluate import record_workload
+    from pkroof.rooflines.workload import workload_to_dict
+
+    # ring-attention's small shape on 2 ranks ships its trace (kernels/problems/_traced.jsonl); a record made by an
+    # older tracer stored another count: half the FLOPs, say. Same file bytes: the shipped count is used
+    problem = load("ring-attention")
+    params = problem.params(None, {})
+    now = trace_cache.shipped(trace_cache.key(problem, 2, params, None, "meta", any_torch=True))
+    assert now is not None
+    old = dataclasses.replace(now, compute=tuple(dataclasses.replace(c, flops=c.flops / 2) for c in now.compute))
+    record = {"problem": "ring-attention", "params": params, "world_size": 2, "workload": workload_to_dict(old)}
+    assert record_workload(record | {"problem_sha256": problem.sha256})[1] == now
+    # another version of the file measured: its own stored workload is the one that describes it
+    assert record_workload(record | {"problem_sha256": "0" * 64})[1] == old
+    # a hand-written workload is always rebuilt by the catalogue (None), a stored copy notwithstanding
+    ar = load("all-reduce")
+    stored = {
+        "problem": "all-reduce",
+        "params": ar.params(None, {}),
+        "world_size": 2,
+        "workload": workload_to_dict(old),
+    }
+    assert record_workload(stored | {"problem_sha256": ar.sha256}) == (ar, None)

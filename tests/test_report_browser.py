@@ -1,5 +1,7 @@
-"""The report in a real browser (headless Chromium): pages load from file:// without console errors, every chart
-is drawn with its traces, and a screenshot of each page type is kept in artifacts/screenshots/."""
+"""The report in a real browser (headless Chromium): every page type loads from file:// without console errors, every
+chart is drawn with its traces, and the layout holds at 1400 px and at a phone's 390 px (tables on screen or
+scrolling inside their own box, chart titles clear of plotly's toolbar, GPU names inside the diagram's boxes). A
+screenshot of each page at both widths is kept in artifacts/screenshots/. Skipped without Chromium."""
 
 import json
 import re
@@ -9,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
 pytest.importorskip("plotly")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (Debian: apt-get install chromium)")
@@ -29,79 +30,137 @@ FLAGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
-    "--window-size=1400,2200",
+    "--hide-scrollbars",
+    "--allow-file-access-from-files",  # the measuring frame reads its page's DOM
     "--virtual-time-budget=15000",
 ]
+HOSTILE = "<script>alert(1)</script>"
+PAGES = {  # page type → its file in the report
+    "index": "index.html",
+    "problem-collective": "problem-all-reduce.html",
+    "problem-gemm": "problem-gemm-reduce-scatter.html",
+    "problem-user-file": None,  # the hostile user problem's page, found by glob
+    "problem-analytic": "presets/hgx-h100-8/problem-gemm-all-reduce.html",
+    "index-analytic": "presets/gb200-nvl72/index.html",
+    "topology-probed": "topology.html",
+    "topology-preset": "presets/hgx-h100-8/topology.html",
+}
+# what the frame reports of its page: console errors land in stderr; this JSON lands in the DOM
+MEASURE = """
+const doc = document.getElementById("f").contentDocument, win = document.getElementById("f").contentWindow;
+const boxes = [...doc.querySelectorAll("svg[role=img] rect")].map(r => r.getBBox());
+const inside = [...doc.querySelectorAll("svg[role=img] text")].every(t => {
+  const b = t.getBBox(), c = b.x + b.width / 2, m = b.y + b.height / 2;
+  const box = boxes.find(r => c >= r.x && c <= r.x + r.width && m >= r.y && m <= r.y + r.height);
+  return !box || (b.x >= box.x - 1 && b.x + b.width <= box.x + box.width + 1);
+});
+const tables = [...doc.querySelectorAll("main table")].map(t => {
+  const box = t.closest(".scroll");
+  return {scrolls: !!box, fits: t.scrollWidth <= (box || doc.querySelector("main")).clientWidth + 1};
+});
+const out = {
+  page_width: doc.documentElement.scrollWidth, window_width: win.innerWidth,
+  charts: doc.querySelectorAll("div.chart").length, drawn: doc.querySelectorAll("div.chart .main-svg").length,
+  traces: doc.querySelectorAll("div.chart .trace").length, plotly_titles: doc.querySelectorAll(".gtitle").length,
+  labels_inside_boxes: inside, tables: tables, script_alert: doc.documentElement.innerHTML.includes("<script>alert"),
+};
+document.getElementById("out").textContent = JSON.stringify(out);
+"""
 
 
-def _chromium(page: Path, profile: Path, *extra: str) -> subprocess.CompletedProcess:
-    args = [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", *extra, page.as_uri()]
-    return subprocess.run(args, capture_output=True, text=True, timeout=120)
+def _wrapper(page: Path, width: int, tmp: Path) -> Path:
+    wrap = tmp / f"measure-{width}.html"
+    wrap.write_text(
+        '<!DOCTYPE html><html><body style="margin:0">'
+        f'<iframe id="f" src="{page.as_uri()}" style="width:{width}px;height:2400px;border:0"></iframe>'
+        f'<pre id="out"></pre><script>setTimeout(() => {{ {MEASURE} }}, 6000);</script></body></html>'
+    )
+    return wrap
+
+
+def _chromium(url: str, profile: Path, width: int, *extra: str) -> subprocess.CompletedProcess:
+    args = [CHROMIUM, *FLAGS, f"--window-size={max(width, 500)},2400", f"--user-data-dir={profile}"]
+    args += ["--enable-logging=stderr", "--v=0", *extra, url]
+    return subprocess.run(args, capture_output=True, text=True, timeout=180)
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
+    """The main report (the shipped 2xH200 records and every preset), with a user problem file's records beside: a
+    hostile implementation name and host, and one run on CPU ranks."""
+    pytest.importorskip("torch")  # the user problem's records carry its workload, traced here
     base = tmp_path_factory.mktemp("browser")
     problem = str(HERE / "data" / "problems" / "user_gemm_all_reduce.py")
-    hostile = "<script>alert(1)</script>"
+    from pkroof.profilers.analysis import analyze
+    from pkroof.rooflines.workload import workload_to_dict
 
-    def record(impl, median, host="node-1"):
+    workload = workload_to_dict(analyze(problem, topology="h200x2", params={}).analysis.workload)
+
+    def record(impl, median, backend="nccl", host="node-1"):
         return {
+            "schema": "pkroof.record/2",
             "problem": problem,
             "shape": "small",
-            "params": {"m": 64, "n": 32, "k": 16},
+            "params": {},
             "impl": impl,
             "world_size": 2,
             "status": "correct",
-            "t_roof_s": 1.4e-6,
-            "comm_bytes": 8192,
             "median_s": median,
             "p10_s": median * 0.9,
             "p90_s": median * 1.1,
-            "fraction_of_roofline": 1.4e-6 / median,
-            "environment": {"host": host, "backend": "nccl", "gpu": "NVIDIA H200"},
+            "topology": {"name": "h200x2"},
+            "workload": workload,
+            "date": "2026-12-01T10:00:00+00:00",
+            "environment": {"host": host, "backend": backend, "gpu": "NVIDIA H200"},
         }
 
+    records = [record("reference", 40e-6), record(HOSTILE, 30e-6, host=HOSTILE), record("cpu-run", 2e-3, "gloo")]
     results = base / "results.jsonl"
-    results.write_text(json.dumps(record("reference", 4e-6)) + "\n" + json.dumps(record(hostile, 2e-6, hostile)) + "\n")
-    out = base / "report"
-    result = CliRunner().invoke(app, ["report", str(results), "--out", str(out), "--topology", "h200x2"])
-    assert result.exit_code == 0, result.output
-    return out
+    results.write_text("".join(json.dumps(r) + "\n" for r in records))
+    main = base / "main"
+    assert CliRunner().invoke(app, ["report", "--out", str(main)]).exit_code == 0
+    user = base / "user"
+    done = CliRunner().invoke(app, ["report", str(results), "--out", str(user), "--topology", "h200x2"])
+    assert done.exit_code == 0, done.output
+    return main, user
 
 
-def _page(report: Path, kind: str) -> Path:
-    if kind == "problem":
-        return next(report.glob("problem-*.html"))
-    return report / f"{kind}.html"
+def _page(report, kind: str) -> Path:
+    main, user = report
+    if kind == "problem-user-file":
+        return next(user.glob("problem-*user_gemm_all_reduce*.html"))
+    return main / PAGES[kind]
 
 
-@pytest.mark.parametrize("kind", ["index", "problem", "topology"])
-def test_page_renders_its_charts_without_console_errors(report, kind, tmp_path):
+@pytest.mark.parametrize("width", [1400, 390])
+@pytest.mark.parametrize("kind", list(PAGES))
+def test_a_page_renders_and_holds_its_layout(report, kind, width, tmp_path):
     page = _page(report, kind)
-    dom = _chromium(page, tmp_path / "profile", "--dump-dom")
+    dom = _chromium(_wrapper(page, width, tmp_path).as_uri(), tmp_path / "profile", width, "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
     errors = [line for line in dom.stderr.splitlines() if "CONSOLE" in line and ("Uncaught" in line or "ERROR" in line)]
     assert errors == []
-    figures = len(re.findall(r'class="chart"', page.read_text()))
-    drawn = len(re.findall(r'class="main-svg"', dom.stdout))
-    assert figures >= 1 and drawn >= figures  # plotly drew an SVG for every figure the page holds
-    assert dom.stdout.count('class="trace') >= figures  # and each has traces, not an empty frame
-    assert "<script>alert(1)</script>" not in dom.stdout  # hostile strings only ever as text
+    found = re.search(r'<pre id="out">(.*?)</pre>', dom.stdout, re.S)
+    assert found and found.group(1), "the measuring script did not run"
+    m = json.loads(found.group(1).replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&"))
+    assert m["charts"] >= (0 if kind.startswith("index") else 1)
+    assert m["drawn"] >= m["charts"] and m["traces"] >= m["charts"]  # plotly drew every figure, with traces
+    assert m["plotly_titles"] == 0  # titles are the page's, above each chart: none under plotly's toolbar
+    assert m["labels_inside_boxes"]  # the node diagram's GPU and NIC names stay inside their boxes
+    assert m["page_width"] <= m["window_width"] + 1  # nothing pushes the page sideways; wide tables scroll in place
+    assert all(t["scrolls"] or t["fits"] for t in m["tables"])
+    if width == 1400 and kind.startswith("index"):
+        assert all(t["fits"] for t in m["tables"])  # the index's columns are all on screen
+    assert not m["script_alert"]  # a hostile string is only ever text
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    shot = SCREENSHOTS / f"{kind}.png"
-    taken = _chromium(page, tmp_path / "profile2", f"--screenshot={shot}")
+    shot = SCREENSHOTS / f"{kind}-{width}.png"
+    wrap = _wrapper(page, width, tmp_path)
+    taken = _chromium(wrap.as_uri(), tmp_path / "profile2", width, f"--screenshot={shot}")
     assert taken.returncode == 0 and shot.stat().st_size > 10_000
 
 
-def test_a_preset_page_of_the_main_report_finds_the_shared_plotly(tmp_path):
-    out = tmp_path / "main"
-    result = CliRunner().invoke(app, ["report", "--out", str(out)])
-    assert result.exit_code == 0, result.output
-    page = out / "presets" / "hgx-h100-8" / "problem-gemm-reduce-scatter.html"
-    dom = _chromium(page, tmp_path / "profile", "--dump-dom")
-    errors = [line for line in dom.stderr.splitlines() if "CONSOLE" in line and ("Uncaught" in line or "ERROR" in line)]
-    assert errors == [] and dom.stdout.count('class="main-svg"') >= 1  # ../../plotly.min.js loaded and drew
-    shot = SCREENSHOTS / "preset-problem.png"
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    assert _chromium(page, tmp_path / "profile2", f"--screenshot={shot}").returncode == 0
+def test_an_analytic_index_has_no_empty_histogram(report):
+    index = _page(report, "index-analytic").read_text()
+    assert 'id="histogram"' not in index
+    problem = _page(report, "problem-analytic").read_text()
+    assert "<h2>Implementations</h2>" not in problem and "not measured here" in problem

@@ -35,3 +35,27 @@ def test_advise_marks_only_the_built_ins_that_run_the_recommended_algorithm():
     assert advice.best.label == "sm-store LL" and advice.best.algorithms == ("one-shot",)
     marked = [line for line in builtin_kernels_text("all-reduce", advice).splitlines() if "recommended" in line]
     assert [line.split()[0] for line in marked] == ["pkroof-one-shot-ll"]  # not pkroof-two-shot-ll (two-shot)
+
+
+def test_advise_says_which_built_ins_are_for_smaller_messages_than_asked():
+    import re
+    from pathlib import Path
+
+    from builders import build
+
+    from pkroof.kernels.registry import BUILTIN_IMPLS
+    from pkroof.rooflines import advise, bound
+    from pkroof.show import builtin_kernels_text
+
+    # the LL kernels refuse a rank's input over kernels/low_latency.py's MAX_BYTES (read from its source: importing
+    # it needs triton); the registry carries the same limit
+    source = (Path(__file__).parents[1] / "kernels" / "low_latency.py").read_text()
+    shift = re.search(r"^MAX_BYTES = (\d+) << (\d+)", source, re.M)
+    limit = int(shift[1]) << int(shift[2])
+    assert BUILTIN_IMPLS["pkroof-one-shot-ll"].max_input_bytes == limit == 64 * 2**20
+    system = preset("h200x2").system(2)
+    for size, one_shot_says in ((256 * 2**20, "refuses a rank's input over 64 MiB"), (4 * 2**20, "up to 1 MiB")):
+        advice = advise(bound(build("all-reduce", 2, "bf16", size=size), system))
+        lines = {line.split()[0]: line for line in builtin_kernels_text("all-reduce", advice, size).splitlines()[1:]}
+        assert one_shot_says in lines["pkroof-one-shot-ll"]
+        assert "(" not in lines["pkroof-one-shot-push"]  # no limit of its own: nothing said

@@ -28,28 +28,88 @@ def test_every_number_in_a_preset_is_sourced(name):
     assert t.basis("scaleup.link_bandwidth_Bps") == "nominal"
     for mech, spec in t.mechanisms.items():
         if spec.available:
-            assert t.basis(f"mechanisms.{mech}.peak_bandwidth_Bps") in ("nominal", "measured")
-            assert t.basis(f"mechanisms.{mech}.latency_s") in ("nominal", "measured")
+            assert t.basis(f"mechanisms.{mech}.peak_bandwidth_Bps") in ("nominal", "measured", "carried")
+            assert t.basis(f"mechanisms.{mech}.latency_s") in ("nominal", "measured", "carried")
     for source in t.sources.values():
         assert source.cite.strip()
 
 
-def test_h100_carries_the_published_achieved_rates():
-    # ParallelKittens, 1 GB transfers on 8xH100: copy engine 368.82, TMA 350.01, SM ld/st 342.68 GB/s of 450;
-    # TMA saturates the link with 15 SMs, ld/st needs 76
-    t = preset("hgx-h100-8")
-    assert t.scaleup.total_bandwidth_Bps == pytest.approx(18 * 25e9)
-    m = t.mechanisms
-    assert m["copy-engine"].peak_bandwidth_Bps == pytest.approx(368.82e9)
-    assert m["tma"].peak_bandwidth_Bps == pytest.approx(350.01e9)
-    assert m["sm-load"].peak_bandwidth_Bps == pytest.approx(342.68e9)
-    assert m["copy-engine"].per_cta_bandwidth_Bps is None
-    system = t.system()
+@pytest.mark.parametrize("name", sorted(n for n in PRESETS if n != "h200x2"))
+def test_a_preset_says_where_to_read_every_measured_or_carried_number(name):
+    # a measurement names where it was published (a URL, owner/repo@commit:path, or this repository's file); a
+    # number carried over from another machine says so by its basis, never "measured"
+    t = preset(name)
+    for sid, source in t.sources.items():
+        if source.basis in ("measured", "carried"):
+            assert source.url.strip(), sid
+    nccl = t.mechanisms["nccl"].tuning
+    assert nccl is not None  # every preset prices NCCL as it runs by default
+    assert {t.sources[i].basis for i in nccl.sources.values()} <= {"nominal", "measured", "carried"}
+
+
+def test_the_l40s_preset_measured_nothing_of_its_own():
+    # no L40S run of any kind was found published: every figure is a datasheet's, an assumption, or carried over
+    t = preset("pcie-l40s-8")
+    assert "measured" not in {s.basis for s in t.sources.values()} - {t.sources["nccl-net"].basis}
+    assert t.sources["nccl-net"].basis == "measured"  # NCCL's share of an NDR NIC, should nodes be joined
+    assert t.basis("mechanisms.copy-engine.peak_bandwidth_Bps") == "carried"
+    assert t.basis("mechanisms.sm-store.latency_s") == "carried"
+
+
+def test_h100_takes_the_fastest_measured_copy_and_the_switch_port_rate_for_in_network_reduction():
+    # nvbandwidth write CE on 8×H100: 397.48 GB/s one way (the read was 395.08); p2pBandwidthLatencyTest's
+    # bidirectional sum up to 775.34 GB/s, 387.67 per direction. In-network reduction's roof is the switch port's
+    # rate, the link's 18 × 25 GB/s; the SM mechanisms carry the 2×H200 node's probe (the same NVLink 4)
     from pkroof.rooflines import Mechanism
 
-    assert system.mechanisms[Mechanism.TMA].ctas_for(1.0) == 15
-    assert system.mechanisms[Mechanism.SM_LOAD].ctas_for(1.0) == 76
-    assert t.basis("mechanisms.tma.peak_bandwidth_Bps") == "measured"
+    t, h200x2 = preset("hgx-h100-8"), resolve("h200x2")
+    m = t.mechanisms
+    assert m["copy-engine"].peak_bandwidth_Bps == pytest.approx(397.48e9)
+    assert m["copy-engine"].duplex_bandwidth_Bps == pytest.approx(775.34e9 / 2)
+    assert t.basis("mechanisms.copy-engine.peak_bandwidth_Bps") == "measured"
+    assert m["multimem"].peak_bandwidth_Bps == pytest.approx(18 * 25e9)
+    for name in ("sm-load", "sm-store", "tma"):
+        assert m[name].peak_bandwidth_Bps == h200x2.mechanisms[name].peak_bandwidth_Bps
+        assert m[name].latency_s == h200x2.mechanisms[name].latency_s
+        assert t.basis(f"mechanisms.{name}.peak_bandwidth_Bps") == "carried"
+    # multimem's loads are SM loads through the switch: their per-CTA rate, α and both-ways rate
+    assert m["multimem"].per_cta_bandwidth_Bps == m["sm-load"].per_cta_bandwidth_Bps
+    assert m["multimem"].duplex_bandwidth_Bps == m["sm-load"].duplex_bandwidth_Bps
+    system = t.system()
+    tma = h200x2.mechanisms["tma"]
+    assert system.mechanisms[Mechanism.TMA].ctas_for(1.0) == -(-tma.peak_bandwidth_Bps // tma.per_cta_bandwidth_Bps)
+    # the same copy figure on H200 is carried over from H100, and says so
+    assert preset("hgx-h200-8").basis("mechanisms.copy-engine.peak_bandwidth_Bps") == "carried"
+
+
+def test_every_preset_carries_fixed_costs_measured_on_the_same_generation_or_labelled():
+    # the 2×H200 node's calibrated hand-offs and fused kernels' fixed costs, carried to every preset (Hopper: the
+    # same generation; the others: the nearest measurement, its source says so)
+    h200x2 = resolve("h200x2")
+    for name in (n for n in PRESETS if n != "h200x2"):
+        t = preset(name)
+        store = t.mechanisms["sm-store"]
+        assert store.handoff_s == h200x2.mechanisms["sm-store"].handoff_s
+        assert store.overlap_s == h200x2.mechanisms["sm-store"].overlap_s
+        assert t.sources[store.sources["handoff_s"]].basis == "carried"
+        assert t.mechanisms["copy-engine"].handoff_s == h200x2.mechanisms["copy-engine"].handoff_s
+
+
+def test_matmul_rates_are_the_published_maximum_achievable_ones():
+    # stas00's MAMF tables (bf16 / fp8): H100 794.5 / 1402.6, H200 794.5 / 1453.4, B200 1745.0 / 3432.5,
+    # GB200 1822.0 / 3615.6, A100 271.2 TFLOP/s; fp16 as bf16; L40S: none published, so none
+    expected = {
+        "hgx-h100-8": (794.5, 1402.6),
+        "hgx-h200-8": (794.5, 1453.4),
+        "hgx-b200-8": (1745.0, 3432.5),
+        "gb200-nvl72": (1822.0, 3615.6),
+    }
+    for name, (bf16, fp8) in expected.items():
+        gpu = preset(name).gpu
+        assert gpu.sustained_flops == gpu.burst_flops
+        assert gpu.burst_flops == pytest.approx({"bf16": bf16 * 1e12, "fp16": bf16 * 1e12, "fp8": fp8 * 1e12})
+    assert preset("dgx-a100-8").gpu.burst_flops == pytest.approx({"bf16": 271.2e12, "fp16": 271.2e12})
+    assert preset("pcie-l40s-8").gpu.burst_flops == {}
 
 
 def test_gpu_names_are_exact_nvml_strings():
@@ -145,7 +205,7 @@ def _broken(mutate):
         (lambda d: d["scaleup"].update(kind="infinityfabric"), "scaleup.kind"),
         (lambda d: d["gpu"]["sources"].pop("sm_count"), "gpu.sources.sm_count: missing"),
         (lambda d: d["gpu"]["sources"].update(sm_count="nowhere"), "unknown source 'nowhere'"),
-        (lambda d: d["sources"]["pk-2025"].update(basis="guessed"), "sources.pk-2025.basis"),
+        (lambda d: d["sources"]["nvbw-h100"].update(basis="guessed"), "sources.nvbw-h100.basis"),
         (lambda d: d.update(nodes=2, nic=None), "nic: 2 nodes need a network"),
         (lambda d: d["scaleup"].update(multicast=False), "multimem.available: the scale-up fabric has no multicast"),
         (lambda d: d["gpu"]["peak_flops"].update(int4=4e15), "gpu.peak_flops.int4: unknown precision (known: fp8,"),
@@ -215,3 +275,21 @@ def test_a_fused_fixed_cost_names_an_overlapped_schedule_and_device_mechanisms_s
     assert models[Mechanism.TMA].overlap_for("inter-sm") == 5e-6  # unmeasured: the smallest measured one
     assert models[Mechanism.COPY_ENGINE].overlap_for("inter-sm") == 0  # not device-initiated: its own or none
     assert models[Mechanism.SM_STORE].overlap_for("intra-sm") == 0
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda t: t["model"]["lines"].update({"ring/ll256": t["model"]["lines"]["ring/ll"]}), "lines.ring/ll256"),
+        (lambda t: t["sources"].pop("lines.ring/ll"), r"sources\.lines\.ring/ll: missing"),
+        (lambda t: t["sources"].update({"lines.tree/ll": "nccl-h200"}), r"sources\.lines\.tree/ll: names no number"),
+        (lambda t: t["model"].update({"channels": 0}), "channels: must be at least 1"),
+    ],
+)
+def test_a_malformed_nccl_tuning_in_a_topology_file_is_refused_naming_the_field(change, message):
+    # the strict reader decodes NCCL's tuning like every other record: a pair that is not one, a measured line with
+    # no source, a source for a line that is not there, a number out of range
+    data = to_dict(preset("hgx-h200-8"))
+    change(data["mechanisms"]["nccl"]["tuning"])
+    with pytest.raises(TopologyError, match=message):
+        from_dict(data)

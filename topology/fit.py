@@ -212,3 +212,50 @@ def envelope_regimes(
                 )
     lowest = min(error for error, _ in best.values())
     return next(lines for _, (error, lines) in sorted(best.items()) if error <= lowest + 0.02)
+
+
+def envelope_chain(sizes_bytes: Sequence[float], times_s: Sequence[float], max_regimes: int = 8) -> tuple[SizeFit, ...]:
+    """envelope_regimes for a dense sweep (nccl-tests' -f 2: thirty sizes): runs of sizes that share their end
+    points, each run's lower envelope a line; of the chains whose min-of-lines is within half a point of the best
+    that `max_regimes` lines reach at their worst sample, the one closest to the samples on average (RMS). Sharing
+    ends lets a line end exactly where the next begins, so a curve that bends between two sizes (NCCL's busbw still
+    rising at 1 GiB) is followed rather than undercut.
+
+    Each line is at or below its own run's samples, so their minimum is at or below every sample: an envelope no
+    measurement beats. A dynamic program over the runs' end points keeps, per (runs, last end), the chain whose
+    min-of-lines is closest to the samples so far at its worst one (a line of one run can undercut another's)."""
+    sizes, times = _samples(sizes_bytes, times_s, "sizes_bytes", "times_s")
+    order = np.argsort(sizes)
+    sizes, times = sizes[order], times[order]
+    n = len(sizes)
+    lines: dict[tuple[int, int], tuple[SizeFit, np.ndarray]] = {}
+    for i in range(n):
+        for j in range(i + 1, n):
+            if len(np.unique(sizes[i : j + 1])) >= 2:
+                fit = envelope_size_sweep(sizes[i : j + 1], times[i : j + 1])
+                lines[i, j] = fit, fit.latency_s + sizes / fit.bandwidth_Bps
+    # chains[j]: (worst error over samples 0..j and their sum, the lines' min at every sample, end points) of the
+    # best chain of the current number of runs that ends at sample j: the worst first (to 0.1 point), then the sum
+    Chain = tuple[tuple[float, float], np.ndarray, tuple[int, ...]]
+    chains: dict[int, Chain] = {0: ((0.0, 0.0), np.full(n, np.inf), (0,))}
+    found = []
+    for _ in range(max_regimes):
+        step: dict[int, Chain] = {}
+        for i, (_, floor, ends) in chains.items():
+            for j in range(i + 1, n):
+                if (i, j) not in lines:
+                    continue
+                lower = np.minimum(floor, lines[i, j][1])
+                errors = (times[: j + 1] - lower[: j + 1]) / times[: j + 1]
+                key = (round(float(np.max(errors)), 3), float(np.sum(errors)))
+                if j not in step or key < step[j][0]:
+                    step[j] = (key, lower, (*ends, j))
+        chains = step
+        if n - 1 in chains:
+            _, lower, ends = chains[n - 1]
+            max_rel, rms_rel = _relative_errors(lower, times)
+            fits = [lines[a, b][0] for a, b in itertools.pairwise(ends)]
+            regimes = tuple(SizeFit(f.latency_s, f.bandwidth_Bps, max_rel, rms_rel, n) for f in fits)
+            found.append((max_rel, rms_rel, regimes))
+    lowest = min(err for err, _, _ in found)
+    return min((f for f in found if f[0] <= lowest + 0.005), key=lambda f: f[1])[2]  # then the closest on average

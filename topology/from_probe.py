@@ -14,7 +14,15 @@ from pkroof.rooflines.bound import nccl_traffic
 from pkroof.runtime.nvml import NA
 
 from .discover import Discovery
-from .fit import CtaFit, SizeFit, efficient_size_bytes, envelope_cta_sweep, envelope_regimes, envelope_size_sweep
+from .fit import (
+    CtaFit,
+    SizeFit,
+    efficient_size_bytes,
+    envelope_chain,
+    envelope_cta_sweep,
+    envelope_regimes,
+    envelope_size_sweep,
+)
 from .model import GPU, NIC, CollectiveFit, Curve, Fit, MechanismSpec, Probe, ScaleUp, Source, Topology, set_numbers
 
 ARCH = {(8, 0): "ampere", (8, 6): "ampere", (8, 9): "ada", (9, 0): "hopper", (10, 0): "blackwell"}
@@ -72,11 +80,13 @@ def _fit(mechanism: str, size_curve: Curve, cta_curve: Curve | None) -> Fit:
     )
 
 
-def _nccl_fits(curve: Curve, world: int) -> list[Fit]:
+def _nccl_fits(curve: Curve, world: int, *, chained: bool = False) -> list[Fit]:
     """t against the link bytes of one call (ring all-reduce: 2(n−1)/n·S), so β is a link rate like the others;
-    one line per size regime NCCL's protocol and channel choices make (fit.envelope_regimes)."""
+    one line per size regime NCCL's protocol and channel choices make (fit.envelope_regimes; `chained`: the runs
+    share their ends and there may be more of them, fit.envelope_chain, for nccl-tests' dense sweeps)."""
     kind = Collective(curve.name.removeprefix("nccl "))
-    regimes = envelope_regimes([nccl_traffic(kind, s, world).bytes for s in curve.x], curve.median_s)
+    fitter = envelope_chain if chained else envelope_regimes
+    regimes = fitter([nccl_traffic(kind, s, world).bytes for s in curve.x], curve.median_s)
     return [
         Fit(
             "nccl",
@@ -95,8 +105,11 @@ def _nccl_fits(curve: Curve, world: int) -> list[Fit]:
     ]
 
 
-def fit_curves(curves: tuple[Curve, ...], world: int) -> tuple[tuple[Fit, ...], list[str]]:
-    """One Fit per mechanism that has curves; notes on the choices made."""
+def fit_curves(
+    curves: tuple[Curve, ...], world: int, *, chained_nccl: bool = False
+) -> tuple[tuple[Fit, ...], list[str]]:
+    """One Fit per mechanism that has curves (NCCL's fitted as _nccl_fits(chained=chained_nccl)); notes on the
+    choices made."""
     by_name = {c.name: c for c in curves if c.verified}
     fits, notes = [], []
     for mech, direction in (("copy-engine", "pull"), ("sm-load", "pull"), ("sm-store", "push")):
@@ -115,7 +128,7 @@ def fit_curves(curves: tuple[Curve, ...], world: int) -> tuple[tuple[Fit, ...], 
     for kind in NCCL_KINDS:  # all-reduce first: the mechanism's general model comes from it
         curve = _curve(by_name, f"nccl {kind}")
         if curve is not None:
-            fits += _nccl_fits(curve, world)
+            fits += _nccl_fits(curve, world, chained=chained_nccl)
     net = _curve(by_name, "network send-recv")
     if net is not None:
         fits.append(_fit("network", net, None))
@@ -127,6 +140,17 @@ def fit_curves(curves: tuple[Curve, ...], world: int) -> tuple[tuple[Fit, ...], 
 
 def _known(value: Any) -> bool:
     return not isinstance(value, NA)
+
+
+NO_PEER = "one GPU: no peer to move data to"
+
+
+def _no_peer(discovery: Discovery) -> ScaleUp:
+    """One GPU: no link to a peer. Its own NVLinks (to switches this node does not offer it) are said, not used."""
+    gpu = discovery.gpus[0]
+    active = [link for link in gpu.nvlinks if link.state == "ACTIVE"]
+    said = f"none (one GPU; {len(active)} NVLinks active on it)" if active else "none (one GPU)"
+    return ScaleUp("none", said, 0, 0.0, 0, False, {})
 
 
 def _scaleup(discovery: Discovery, sources: dict[str, Source]) -> ScaleUp:
@@ -235,7 +259,8 @@ def _mechanisms(
     for mech in ("copy-engine", "sm-load", "sm-store", "tma"):
         f = by.get(mech)
         if f is None:
-            out[mech] = MechanismSpec(False, 0.0, 0.0, None, note="not measured: needs two GPUs of one node")
+            why = NO_PEER if world == 1 else "not measured: needs two GPUs of one node"
+            out[mech] = MechanismSpec(False, 0.0, 0.0, None, note=why)
             continue
         src = {"latency_s": "probe", "peak_bandwidth_Bps": "probe"}
         if f.per_cta_bandwidth_Bps:
@@ -254,11 +279,13 @@ def _mechanisms(
             True, f.latency_s, f.peak_bandwidth_Bps, f.per_cta_bandwidth_Bps, 0, note, use_step, src,
             duplex_bandwidth_Bps=both,
         )  # fmt: skip
-    out["multimem"] = MechanismSpec(False, 0.0, 0.0, None, note="not measured: NVLink multicast stays off")
+    multimem = NO_PEER if world == 1 else "not measured: NVLink multicast stays off"
+    out["multimem"] = MechanismSpec(False, 0.0, 0.0, None, note=multimem)
     if "all-reduce" not in nccl:
-        out["nccl"] = MechanismSpec(False, 0.0, 0.0, None, note="the probe could not measure NCCL")
+        why = NO_PEER if world == 1 else "the probe could not measure NCCL"
+        out["nccl"] = MechanismSpec(False, 0.0, 0.0, None, note=why)
     else:
-        collectives = {kind: tuple(_nccl_collective(kind, f, world) for f in fs) for kind, fs in nccl.items()}
+        collectives = nccl_regimes(fits, world)
         # for collectives the probe did not time: the all-reduce's small-size α and large-size β (optimistic
         # between its regimes, so the headroom quoted over NCCL there is understated, never overstated)
         small, large = collectives["all-reduce"][0], collectives["all-reduce"][-1]
@@ -288,6 +315,16 @@ def _mechanisms(
             collectives,
         )
     return out
+
+
+def nccl_regimes(fits: tuple[Fit, ...], world: int) -> dict[str, tuple[CollectiveFit, ...]]:
+    """Each collective's NCCL regimes (smallest sizes first) from its fits on `world` ranks, as the model charges
+    them (α less the steps after the first, _nccl_collective)."""
+    out: dict[str, list[CollectiveFit]] = {}
+    for f in sorted((f for f in fits if f.mechanism == "nccl"), key=lambda f: f.regime):
+        kind = f.curve.removeprefix("nccl ")
+        out.setdefault(kind, []).append(_nccl_collective(kind, f, world))
+    return {kind: tuple(regimes) for kind, regimes in out.items()}
 
 
 def _nccl_collective(kind: str, fit: Fit, world: int) -> CollectiveFit:
@@ -321,7 +358,7 @@ def build_topology(name: str, record: dict[str, Any], discovery: Discovery, prob
         | ({"sustained_flops": "probe"} if sustained else {}),
         sustained,
     )
-    scaleup = _scaleup(discovery, sources)
+    scaleup = _no_peer(discovery) if world == 1 else _scaleup(discovery, sources)
     nic = _nic(discovery, probe.fits, sources)
     mechanisms = _mechanisms(probe.fits, ceilings, world, world // local, duplex_rates(probe.curves))
     used = {i for r in (gpu, scaleup, nic, *mechanisms.values()) if r is not None for i in r.sources.values()}
@@ -329,7 +366,8 @@ def build_topology(name: str, record: dict[str, Any], discovery: Discovery, prob
     where = f"{nodes} nodes x {local}" if nodes > 1 else f"{world}x"
     return Topology(
         name=name,
-        description=f"{where} {record['gpu_name']} measured by pkroof probe on {probe.host}, {probe.date[:10]}",
+        description=f"{where} {record['gpu_name']} measured by pkroof probe on {probe.host}, {probe.date[:10]}"
+        + (" (one GPU: no peer, so compute and memory only)" if world == 1 else ""),
         nodes=nodes,
         gpus_per_node=local,
         gpu=gpu,
@@ -345,6 +383,13 @@ def refit(topology: Topology) -> Topology:
     """Re-derive the fits and the mechanisms of a probed topology from its recorded curves (after a model change)."""
     if topology.probe is None:
         raise ValueError(f"{topology.name} holds no probe measurements to fit")
+    if any(note.startswith("calibrated later: pkroof topology import") for note in topology.probe.notes) or (
+        topology.probe.command.startswith("pkroof topology import")
+    ):
+        raise ValueError(
+            f"{topology.name} was calibrated by pkroof topology import: refit its base, then import the same files "
+            "again (a refit would fit the imported curves as the probe's)"
+        )
     world = topology.nodes * topology.gpus_per_node  # the ranks the probe ran, as in build_topology
     fits, notes = fit_curves(topology.probe.curves, world)
     probe = dataclasses.replace(
@@ -354,6 +399,7 @@ def refit(topology: Topology) -> Topology:
     mechanisms = _kept_handoffs(fresh, topology.mechanisms)
     sources = dict(topology.sources) | NCCL_SOURCES
     records = (topology.gpu, topology.scaleup, topology.nic, *mechanisms.values())
+    records += tuple(m.tuning for m in mechanisms.values() if m.tuning is not None)  # NCCL's cited tuning
     used = {i for r in records if r is not None for i in r.sources.values()}
     return dataclasses.replace(
         topology, mechanisms=mechanisms, probe=probe, sources={k: v for k, v in sources.items() if k in used}

@@ -1,8 +1,9 @@
 """The Topology: plain frozen data about a node (or N of them), every number tied to a cited source.
 
 Each record carries `sources`: field name → id of an entry in `Topology.sources`, whose `basis` says
-whether the number is nominal (a datasheet or spec) or measured (a published run, or `pkroof probe`).
-Records check themselves on construction and raise ValueError naming the field.
+whether the number is nominal (a datasheet or spec), measured on this machine (a published run, or `pkroof probe`),
+or carried over from a measurement of another machine (the cite says which). Records check themselves on
+construction and raise ValueError naming the field.
 """
 
 from __future__ import annotations
@@ -12,18 +13,22 @@ from dataclasses import dataclass, field, replace
 
 from pkroof.rooflines import Collective, Mechanism, System, TransferModel
 from pkroof.rooflines.mechanisms import DEVICE_INITIATED, OVERLAPPED
+from pkroof.rooflines.nccl import NcclTuning
 from pkroof.rooflines.workload import DTYPE_BYTES
 
-BASES = ("nominal", "measured")
-SCALEUP_KINDS = ("nvswitch", "nvlink", "pcie")
+BASES = ("nominal", "measured", "carried")
+SCALEUP_KINDS = ("nvswitch", "nvlink", "pcie", "none")  # "none": one GPU per node, no peer to reach
 NIC_KINDS = ("infiniband", "roce", "ethernet")
 MECHANISMS = tuple(m.value for m in Mechanism if m is not Mechanism.NETWORK)
 
 
 @dataclass(frozen=True)
 class Source:
-    basis: str  # "nominal" or "measured"
+    basis: str  # "nominal", "measured" (on this machine) or "carried" (measured on another, which the cite names)
     cite: str  # document and place in it, or the command, host and date of a measurement
+    url: str = ""  # where to read it: a URL, or owner/repo@commit:path
+    date: str = ""  # when it was published or measured (ISO 8601, as precise as the source says)
+    software: str = ""  # the versions it was measured with (NCCL, CUDA, driver, torch, the tool)
 
     def __post_init__(self) -> None:
         if self.basis not in BASES:
@@ -34,11 +39,11 @@ class Source:
 
 def set_numbers(record: object) -> list[str]:
     """Names of the numeric fields of a record that hold a number (None means 'not set', and so does 0 where the
-    field's default is 0)."""
+    field's default is 0); a dict or tuple of them counts as one, where it is not empty."""
     out = []
     for f in dataclasses.fields(record):
         value = getattr(record, f.name)
-        number = not isinstance(value, bool) and isinstance(value, (int, float, dict))
+        number = not isinstance(value, bool) and isinstance(value, (int, float, dict, tuple))
         if f.name != "sources" and number and (value or (f.default is None and value is not None)):
             out.append(f.name)
     return out
@@ -73,6 +78,9 @@ class GPU:
     # FLOP/s per dtype under continuous load (the GPU at its power limit), where measured: predictions use it,
     # the roof keeps peak_flops
     sustained_flops: dict[str, float] = field(default_factory=dict)
+    # FLOP/s per dtype of a matmul that runs alone, where measured: predictions charge short ops this; {}: the
+    # peak (a probed node's peak is itself its measured burst rate; a datasheet's is not reached)
+    burst_flops: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _check_record(self, positive=("sm_count", "hbm_capacity_bytes", "hbm_bandwidth_Bps"))
@@ -83,21 +91,22 @@ class GPU:
                 raise ValueError(f"peak_flops.{dtype}: unknown precision (known: {', '.join(DTYPE_BYTES)})")
             if not value > 0:
                 raise ValueError(f"peak_flops.{dtype}: must be positive, got {value}")
-        for dtype, value in self.sustained_flops.items():
-            if dtype not in self.peak_flops:
-                raise ValueError(f"sustained_flops.{dtype}: no peak_flops.{dtype} beside it")
-            if not 0 < value <= self.peak_flops[dtype]:
-                raise ValueError(
-                    f"sustained_flops.{dtype}: must be positive and at most the peak ({self.peak_flops[dtype]:.4g}),"
-                    f" got {value:.4g}"
-                )
+        for name in ("sustained_flops", "burst_flops"):
+            for dtype, value in getattr(self, name).items():
+                if dtype not in self.peak_flops:
+                    raise ValueError(f"{name}.{dtype}: no peak_flops.{dtype} beside it")
+                if not 0 < value <= self.peak_flops[dtype]:
+                    raise ValueError(
+                        f"{name}.{dtype}: must be positive and at most the peak ({self.peak_flops[dtype]:.4g}),"
+                        f" got {value:.4g}"
+                    )
 
 
 @dataclass(frozen=True)
 class ScaleUp:
     """How the GPUs of one node reach each other, per GPU and per direction."""
 
-    kind: str  # "nvswitch", "nvlink" (direct mesh) or "pcie"
+    kind: str  # "nvswitch", "nvlink" (direct mesh), "pcie", or "none" (a node of one GPU: no links, no peer)
     generation: str  # "NVLink 4.0", "PCIe 4.0 x16", ...
     links_per_gpu: int
     link_bandwidth_Bps: float  # one link, one direction
@@ -108,7 +117,12 @@ class ScaleUp:
     def __post_init__(self) -> None:
         if self.kind not in SCALEUP_KINDS:
             raise ValueError(f"kind: must be one of {', '.join(SCALEUP_KINDS)}, got {self.kind!r}")
-        _check_record(self, positive=("links_per_gpu", "link_bandwidth_Bps"))
+        if self.kind == "none":
+            _check_record(self, positive=())
+            if self.links_per_gpu or self.link_bandwidth_Bps or self.switches_per_node:
+                raise ValueError("kind: 'none' (no peer) has no links, link bandwidth or switches")
+        else:
+            _check_record(self, positive=("links_per_gpu", "link_bandwidth_Bps"))
         if self.multicast and self.kind != "nvswitch":
             raise ValueError("multicast: only NVSwitch fabrics multicast")
 
@@ -128,6 +142,34 @@ class CollectiveFit:
         for name in ("latency_s", "peak_bandwidth_Bps"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name}: must be positive, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
+class NcclSpec:
+    """NCCL's tuning on this node (rooflines/nccl.py: what it runs by default and what that costs), every figure
+    cited: `sources` maps each of the model's fields to a source, and each of its measured pairs ("lines.ring/ll")."""
+
+    model: NcclTuning
+    sources: dict[str, str]
+
+    def _cited(self) -> list[str]:
+        return [n for n in set_numbers(self.model) if n != "lines"] + [f"lines.{k}" for k in self.model.lines]
+
+    def __post_init__(self) -> None:
+        for name in self._cited():
+            if name not in self.sources:
+                raise ValueError(f"sources.{name}: missing (every number says where it comes from)")
+        unknown = set(self.sources) - set(self._cited())
+        if unknown:
+            raise ValueError(f"sources.{sorted(unknown)[0]}: names no number of the NCCL model")
+
+    def rates(self) -> dict[str, float]:
+        """Every bandwidth of its lines, by path: none may exceed the link."""
+        return {
+            f"lines.{k}[{i}].bandwidth_Bps": line.bandwidth_Bps
+            for k, lines in self.model.lines.items()
+            for i, line in enumerate(lines)
+        }
 
 
 @dataclass(frozen=True)
@@ -159,6 +201,8 @@ class MechanismSpec:
     # handoff_s from LL kernels (pkroof topology calibrate; 0 is a measurement); None: not measured, so LL is
     # charged handoff_s
     ll_handoff_s: float | None = None
+    # NCCL only: the algorithm and protocol it runs by default and their costs; None: the fits above price NCCL
+    tuning: NcclSpec | None = None
 
     def __post_init__(self) -> None:
         for schedule, seconds in self.overlap_s.items():
@@ -172,7 +216,7 @@ class MechanismSpec:
             _check_record(self, positive=(), sourced=False)
             if not self.note:
                 raise ValueError("note: an unavailable mechanism says why")
-            if self.collectives:
+            if self.collectives or self.tuning:
                 raise ValueError("collectives: an unavailable mechanism has no fits")
         kinds = {c.value for c in Collective}
         for kind, regimes in self.collectives.items():
@@ -195,6 +239,7 @@ class MechanismSpec:
             self.duplex_bandwidth_Bps,
             tuple(sorted(self.overlap_s.items())),
             self.ll_handoff_s,
+            None if self.tuning is None else self.tuning.model,
         )
 
 
@@ -233,6 +278,7 @@ class Curve:
     num_samples: int  # samples behind each point
     verified: bool  # the bytes it moved were checked
     samples_s: tuple[tuple[float, ...], ...] = ()  # every timed sample of every point (slowest rank's)
+    num_ranks: int = 0  # ranks a collective ran on; 0: every GPU of the topology (the probe's), else an import's
 
     def __post_init__(self) -> None:
         if self.sweep not in ("size", "ctas"):
@@ -314,12 +360,16 @@ class Topology:
                 rates |= {
                     f"collectives.{kind}[{i}].peak_bandwidth_Bps": r.peak_bandwidth_Bps for i, r in enumerate(regimes)
                 }
+            if spec.tuning is not None:
+                rates |= {f"tuning.model.{k}": v for k, v in spec.tuning.rates().items()}
             for field_name, rate in rates.items():
                 if rate > self.scaleup.total_bandwidth_Bps * 1.0001:
                     raise ValueError(
                         f"mechanisms.{name}.{field_name}: {rate:.4g} exceeds the scale-up "
                         f"link's {self.scaleup.total_bandwidth_Bps:.4g} B/s per direction"
                     )
+        if self.scaleup.kind == "none" and self.gpus_per_node != 1:
+            raise ValueError(f"scaleup.kind: 'none' (no peer) is for one GPU per node, not {self.gpus_per_node}")
         if self.mechanisms["multimem"].available and not self.scaleup.multicast:
             raise ValueError("mechanisms.multimem.available: the scale-up fabric has no multicast")
         if self.nodes > 1 and self.nic is None:
@@ -332,6 +382,7 @@ class Topology:
     def _records(self) -> list[tuple[str, object]]:
         out: list[tuple[str, object]] = [("gpu", self.gpu), ("scaleup", self.scaleup)]
         out += [(f"mechanisms.{k}", v) for k, v in self.mechanisms.items()]
+        out += [(f"mechanisms.{k}.tuning", v.tuning) for k, v in self.mechanisms.items() if v.tuning is not None]
         if self.nic is not None:
             out.append(("nic", self.nic))
         return out
@@ -369,8 +420,10 @@ class Topology:
         world = self.num_gpus if world_size is None else world_size
         if world > self.num_gpus:
             raise ValueError(f"world size {world} is larger than {self.name}'s {self.num_gpus} GPUs")
-        if world < 2:
+        if world < 2 and self.num_gpus > 1:
             raise ValueError(f"world size must be at least 2, got {world}")
+        if world < 1:
+            raise ValueError(f"world size must be at least 1, got {world}")
         per_node = min(world, self.gpus_per_node)
         network = None
         if world > self.gpus_per_node:
@@ -384,6 +437,7 @@ class Topology:
             sm_count=self.gpu.sm_count,
             peak_flops=self.gpu.peak_flops,
             sustained_flops=self.gpu.sustained_flops,
+            burst_flops=self.gpu.burst_flops,
             hbm_bandwidth_Bps=self.gpu.hbm_bandwidth_Bps,
             link_bandwidth_Bps=self.scaleup.total_bandwidth_Bps,
             mechanisms=_shared_handoffs({Mechanism(k): v.model(Mechanism(k)) for k, v in self.mechanisms.items()}),

@@ -22,10 +22,12 @@ from pkroof.runtime.launch import (
     ALLOW_MULTICAST,
     PORT_TAKEN_EXIT,
     PORT_TRIES,
+    TEMP_PREFIX,
     RankFailedError,
     RankTimeoutError,
     free_port,
     keep_multicast_off,
+    reap_stale_folders,
     start_ranks,
     stop_ranks,
     stopped_by_signals,
@@ -153,7 +155,8 @@ def _measure_spawned(
         found.append(discover(nvml))
         log(f"NVML discovery: {len(found[0].gpus)} x {found[0].gpus[0].name} in {time.monotonic() - start:.1f} s")
 
-    with tempfile.TemporaryDirectory(prefix="pkroof-probe-") as tmp:
+    reap_stale_folders()  # what a probe or profile killed with SIGKILL left behind
+    with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-probe-") as tmp:
         results = Path(tmp) / "results.json"
         spawn_on_fresh_ports(
             run_rank,
@@ -176,7 +179,8 @@ def _measure_launched(nvml: object, plan: object) -> tuple[dict | None, Discover
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     before = discover(nvml)
-    with tempfile.TemporaryDirectory(prefix="pkroof-probe-") as tmp:
+    reap_stale_folders()  # what a probe or profile killed with SIGKILL left behind
+    with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-probe-") as tmp:
         results = Path(tmp) / "results.json"
         run(rank, world, 0, plan, str(results), [], exit_process=False)
         seen: list[dict | None] = [None] * world
@@ -226,8 +230,8 @@ def probe(
         raise ProbeError("pkroof probe needs torch and triton: pip install 'pkroof[gpu]'")
     launched = launched_by_torchrun()
     chosen = [] if launched else _gpu_list(gpus, count)
-    if not launched and len(chosen) < 2:
-        raise ProbeError(f"pkroof probe needs at least 2 GPUs to measure transfers; this node offers {len(chosen)}")
+    if not launched and not chosen:
+        raise ProbeError("--gpus names no GPU")
     if allow_multicast:
         log("--allow-multicast: NCCL may use NVLS; pkroof itself still runs no multimem code")
         os.environ[ALLOW_MULTICAST] = "1"  # this probe's ranks leave the NVLS variables as the user has them
@@ -243,7 +247,9 @@ def probe(
         if record is None:
             return None
     else:
-        log(f"probing {len(chosen)} GPUs{' quickly' if quick else ''}")
+        if len(chosen) == 1:
+            log("one GPU: its memory, matmul rates and host link; no transfers between GPUs (no peer)")
+        log(f"probing {len(chosen)} GPU{'s' * (len(chosen) > 1)}{' quickly' if quick else ''}")
         record, before = _measure_spawned(nvml, chosen, plan, quick, log)
     flags = health(before) + _pair_flags(record["pairs"])
     for flag in flags:

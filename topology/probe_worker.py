@@ -50,8 +50,8 @@ class Rank:
         self.ceilings: dict[str, float] = {}
         self.pairs: dict[str, float] = {}
         self.notes: list[str] = []
-        # every rank joins every group it is not in, as torch requires of group creation
-        self.pair = dist.new_group([0, 1])
+        # every rank joins every group it is not in, as torch requires of group creation; one GPU has no pair
+        self.pair = dist.new_group([0, 1]) if world > 1 else None
         self.node_group = None
         if local_world > 1:
             self.node_group, _ = dist.new_subgroups(group_size=local_world)
@@ -377,6 +377,8 @@ class Rank:
             )
 
     def collectives(self) -> None:
+        if self.world == 1:  # one GPU: no collective to time
+            return
         for kind in self.plan.collectives:
             self._collective(kind)
         # host overhead of an eager small collective against the same under a CUDA graph
@@ -429,6 +431,33 @@ class Rank:
             self._clock(f"matmul_{dtype}_sustained", watch.summary(f"{dtype} sustained"))
         self.log("ceilings: " + ", ".join(f"{k} {v:.3g}" for k, v in self.ceilings.items()))
 
+    def host_link(self) -> None:
+        """Rank 0's GPU and its host: a pinned host buffer copied to the GPU and back (cudaMemcpyAsync, a copy
+        engine), one way at a time, bytes checked; B/s of the plan's CTA-sweep size (64 MiB quick, 256 MiB)."""
+        if self.rank != 0:
+            return
+        n = self.plan.cta_sweep_bytes // 4
+        host = torch.empty(n, dtype=torch.int32, pin_memory=True)
+        host.copy_(_pattern(n, 0, torch.device("cpu")))
+        dev = torch.empty(n, dtype=torch.int32, device=self.device)
+        timed = dict(iters=self.plan.samples, warmup=self.plan.warmup, graph=False)  # eager: copies of ms each
+        to_gpu = time_device(lambda i: dev.copy_(host, non_blocking=True), **timed)
+        torch.cuda.synchronize()
+        ok = bool(torch.equal(dev, _pattern(n, 0, self.device)))
+        back = torch.empty_like(host)
+        to_host = time_device(lambda i: back.copy_(dev, non_blocking=True), **timed)
+        torch.cuda.synchronize()
+        ok &= bool(torch.equal(back, host))
+        if not ok:
+            self.notes.append("host link: the copied bytes did not verify; not recorded")
+            return
+        self.ceilings["host_to_device_Bps"] = 4 * n / to_gpu.median_s
+        self.ceilings["device_to_host_Bps"] = 4 * n / to_host.median_s
+        self.log(
+            f"host link: to the GPU {self.ceilings['host_to_device_Bps'] / 1e9:.1f} GB/s, back "
+            f"{self.ceilings['device_to_host_Bps'] / 1e9:.1f} GB/s"
+        )
+
     def _clock(self, prefix: str, state: dict | None) -> None:
         """PREFIX_sm_clock_mhz and PREFIX_power_capped from a watch's summary, where NVML answered them."""
         for key in ("sm_clock_mhz", "power_capped"):
@@ -461,7 +490,7 @@ def sustained_time(fn: Callable[[int], None], burst_s: float, sustain_s: float, 
     """fn's time per call with the GPU kept busy: sustain_s of back-to-back calls first, then samples of at least
     SUSTAINED_SAMPLE_S of back-to-back calls each. A GPU under continuous matmuls settles at its power limit: on
     2xH200 the 8192³ bf16 matmul took 1.42 ms one call after idle, 1.61 ms with 10 calls per sample and 1.65 ms
-    with 30 (700 W, SM clock ~1450 MHz against 1980; benchmarks/2026-11-30-gemm-rates-h200x2.md)."""
+    with 30 (700 W, SM clock ~1450 MHz against 1980; benchmarks/kernels/2026-11-30-gemm-rates-h200x2.md)."""
     for i in range(max(1, round(sustain_s / burst_s))):
         fn(i)
     calls = max(1, round(SUSTAINED_SAMPLE_S / burst_s))
@@ -488,7 +517,7 @@ def run(
 ) -> None:
     """Entry point of one rank; rank 0 writes the results as JSON to `results_path`.
 
-    port > 0: a rank the probe spawned on this node (rendezvous on 127.0.0.1:port, GPU gpus[rank]).
+    port > 0: a rank the probe spawned on this node (rendezvous through a file beside results_path, GPU gpus[rank]).
     port == 0: a rank started by torchrun or srun (env:// rendezvous, GPU LOCAL_RANK, LOCAL_WORLD_SIZE per node).
     """
     keep_multicast_off(allowed=os.environ.get(ALLOW_MULTICAST) == "1")  # set by the probe for --allow-multicast
@@ -496,7 +525,9 @@ def run(
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world)) if launched else world
     device = int(os.environ.get("LOCAL_RANK", 0)) if launched else gpus[rank]
     torch.cuda.set_device(device)
-    init = "env://" if launched else f"tcp://127.0.0.1:{port}"
+    # spawned on one node: a FileStore beside the results (no listening socket; torch's TCPStore binds every
+    # interface whatever address it is given), one per start (`port` numbers the start)
+    init = "env://" if launched else f"file://{results_path}.store-{port}"
     try:
         dist.init_process_group(
             "nccl", init_method=init, rank=rank, world_size=world, device_id=torch.device("cuda", device)
@@ -513,7 +544,7 @@ def run(
             print(f"[probe {time.perf_counter() - start:5.1f}s] {message}", flush=True)
 
     r = Rank(rank, world, local_world, plan, log)
-    for step in (r.ceilings_local, r.pairwise, r.pair_matrix, r.inter_node, r.collectives):
+    for step in (r.ceilings_local, r.host_link, r.pairwise, r.pair_matrix, r.inter_node, r.collectives):
         step()
         dist.barrier()
     torch.cuda.synchronize()

@@ -2,7 +2,7 @@
 
 Drawing on the GPU keeps large inputs cheap: the profiler draws six input sets per implementation (three
 correctness trials, three timed sets), and drawn on the host the 1 GiB collectives did not get past their
-first implementation in 60 s on the 2xH200 node (benchmarks/2026-11-30-gemm-rates-h200x2.md, §3).
+first implementation in 60 s on the 2xH200 node (benchmarks/kernels/2026-11-30-gemm-rates-h200x2.md, §3).
 """
 
 from __future__ import annotations

@@ -1,0 +1,139 @@
+"""The Python API from a plain `python -c`: pkroof.bound, pkroof.advise, pkroof.profile, typed frozen results whose
+attributes are the JSON's fields, and an `import pkroof` that loads neither torch nor pandas."""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+import pkroof
+from pkroof.cli import app
+
+MiB = 2**20
+
+
+def _python(code: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "PKROOF_TOPOLOGY"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_import_pkroof_is_cheap_and_bound_needs_no_torch():
+    out = _python(
+        "import sys, pkroof\n"
+        "print('torch' in sys.modules, 'pandas' in sys.modules, 'plotly' in sys.modules)\n"
+        "b = pkroof.bound('all-reduce', topology='h200x2', size='256MiB')\n"
+        "print('torch' in sys.modules, 'pandas' in sys.modules)\n"
+        "print(b.t_roof_s, b.limiter, b.terms.link_s, b.predictions[0].t_s, b.recommendation.mechanism)\n"
+    )
+    first, second, values = out.splitlines()
+    assert first == "False False False" and second == "False False"
+    t_roof, limiter, link_s, best, mechanism = values.split()
+    cli = json.loads(
+        CliRunner().invoke(app, ["bound", "all-reduce", "-t", "h200x2", "--size", "256MiB", "--json"]).stdout
+    )
+    assert float(t_roof) == cli["t_roof_s"] and limiter == cli["limiter"] and float(link_s) == cli["terms"]["link_s"]
+    assert float(best) == cli["predictions"][0]["t_s"] and mechanism == cli["recommendation"]["mechanism"]
+
+
+def test_advise_from_python_is_advise_json():
+    out = _python(
+        "import json, pkroof\n"
+        "r = pkroof.advise('gemm-reduce-scatter', topology='hgx-h100-8', shape='llama3-70b-tp8', "
+        "params={'tokens': 16384})\n"
+        "print(json.dumps([r.mechanism, r.schedule, r.t_s, r.headroom, r.reason]))\n"
+    )
+    cli = CliRunner().invoke(
+        app,
+        [
+            "advise",
+            "gemm-reduce-scatter",
+            "-t",
+            "hgx-h100-8",
+            "--shape",
+            "llama3-70b-tp8",
+            "-p",
+            "tokens=16384",
+            "--json",
+        ],
+    )
+    rec = json.loads(cli.stdout)
+    assert json.loads(out) == [rec["mechanism"], rec["schedule"], rec["t_s"], rec["headroom"], rec["reason"]]
+
+
+def test_bad_input_is_a_value_error_of_one_line():
+    out = _python(
+        "import pkroof\n"
+        "for call in (lambda: pkroof.bound('all-gatherr'), lambda: pkroof.bound('all-reduce', size='lots'),\n"
+        "             lambda: pkroof.bound('all-reduce', topology='hgx-h20-8')):\n"
+        "    try:\n"
+        "        call()\n"
+        "    except ValueError as e:\n"
+        "        print(str(e).count(chr(10)), type(e).__name__)\n"
+    )
+    assert out.splitlines() == ["0 ValueError"] * 3
+
+
+def test_the_bound_object_has_the_json_fields_and_is_frozen():
+    b = pkroof.bound("all-gather", topology="hgx-h100-8", size="1GiB")
+    cli = json.loads(
+        CliRunner().invoke(app, ["bound", "all-gather", "-t", "hgx-h100-8", "--size", "1GiB", "--json"]).stdout
+    )
+    assert [f.name for f in dataclasses.fields(pkroof.Bound)] == list(cli)
+    assert {f.name for f in dataclasses.fields(pkroof.Prediction)} == set(cli["predictions"][0])
+    assert {f.name for f in dataclasses.fields(pkroof.Recommendation)} == set(cli["recommendation"])
+    assert b.to_dict() == cli
+    assert isinstance(b.predictions, tuple) and isinstance(b.predictions[0], pkroof.Prediction)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        b.t_roof_s = 0.0  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        b.params["size"] = 1  # type: ignore[index]
+
+
+def test_a_list_of_sizes_gives_a_list():
+    found = pkroof.bound("all-reduce", topology="h200x2", size=pkroof.sizes("1M", "4M", stepfactor=2))
+    assert [b.params["size"] for b in found] == [MiB, 2 * MiB, 4 * MiB]
+    assert [r.t_s for r in pkroof.advise("all-reduce", topology="h200x2", size=[MiB, 4 * MiB])] == [
+        found[0].recommendation.t_s,
+        found[2].recommendation.t_s,
+    ]
+
+
+def test_the_default_topology_is_the_clis():
+    from pkroof.topology.default import PRESET
+
+    assert pkroof.bound("all-reduce").topology == PRESET
+
+
+def test_profile_from_python_returns_records_with_the_models_fields(tmp_path):
+    pytest.importorskip("torch")
+    code = (
+        "import json, pkroof\n"
+        f"rs = pkroof.profile('all-reduce', topology='h200x2', size='64KiB', out={str(tmp_path)!r}, iters=3)\n"
+        "print(json.dumps([[r['impl'], r['status'], r['t_roof_s'], len(r['timing']['samples_s'])] for r in rs]))\n"
+    )
+    rows = json.loads(_python(code).splitlines()[-1])
+    assert rows[0][:2] == ["reference", "correct"]
+    bound = pkroof.bound("all-reduce", topology="h200x2", size="64KiB")
+    assert rows[0][2] == bound.t_roof_s and rows[0][3] == 3  # --iters 3: three samples
+    stored = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert len(stored) == len(rows) and "t_roof_s" not in stored[0]  # the file holds measurements only
+
+
+@pytest.mark.parametrize("problem", ["ring-attention", "all-to-allv", "moe-dispatch", "tp-mlp-sequence-parallel"])
+def test_traced_problems_with_uneven_ranks_and_dependencies_build_the_same_object_as_the_json(problem):
+    # traced references carry what hand-written workloads do not: each rank's own bytes (send_bytes/recv_bytes),
+    # the ops a collective waits for (after), the busiest rank per term, ops no formula prices
+    if problem in ("all-to-allv", "moe-dispatch"):  # values decide their splits: traced on CPU ranks, none shipped
+        pytest.importorskip("torch")
+    b = pkroof.bound(problem, topology="h200x2")
+    out = CliRunner().invoke(app, ["bound", problem, "-t", "h200x2", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(json.dumps(b.to_dict())) == json.loads(out.stdout)
+    assert set(b.busiest_rank) <= {"compute", "hbm", "link", "latency"} and isinstance(b.uncounted, tuple)
+    assert pkroof.advise(problem, topology="h200x2").t_s >= b.t_roof_s
