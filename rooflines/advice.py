@@ -40,11 +40,15 @@ _WHOLE_BUFFER = frozenset({Collective.SEND_RECV, Collective.BROADCAST, Collectiv
 
 
 def _per_peer_message_bytes(b: Bound) -> float:
-    """Largest single copy a direct algorithm issues: a 1/g chunk, or the whole buffer for rooted ops."""
+    """Largest single copy a direct algorithm issues: a 1/g chunk, or the whole buffer for rooted ops; where a
+    rank's bytes are its own (uneven splits), its busier direction's bytes over its g − 1 peers."""
     sizes = []
     for op in b.workload.comm:
         g = min(op.group_size, b.system.ranks_per_node)
-        sizes.append(op.size_bytes if op.kind in _WHOLE_BUFFER else op.size_bytes / g)
+        if op.explicit and op.kind not in _WHOLE_BUFFER:
+            sizes.append(max(op.send_bytes or 0.0, op.recv_bytes or 0.0) / max(1, g - 1))
+        else:
+            sizes.append(op.size_bytes if op.kind in _WHOLE_BUFFER else op.size_bytes / g)
     return max(sizes, default=0.0)
 
 

@@ -59,3 +59,17 @@ def test_advise_says_which_built_ins_are_for_smaller_messages_than_asked():
         lines = {line.split()[0]: line for line in builtin_kernels_text("all-reduce", advice, size).splitlines()[1:]}
         assert one_shot_says in lines["pkroof-one-shot-ll"]
         assert "(" not in lines["pkroof-one-shot-push"]  # no limit of its own: nothing said
+
+
+def test_advice_quotes_an_uneven_all_to_alls_own_bytes_per_peer_not_the_even_split():
+    from pkroof.rooflines import Collective, CommOp, Workload, advise, bound
+
+    # 2 ranks, all-to-all of 8 MiB in nccl-tests' convention: evenly, each rank sends S/2 = 4 MiB to its one peer.
+    # This rank sends 16/3 MiB (5.33 MiB) and receives 8/3: with one peer, its largest copy is 5.33 MiB
+    size, sent = 8 * 2**20, 16 / 3 * 2**20
+    op = CommOp("dispatch", Collective.ALL_TO_ALL, size, 2, send_bytes=sent, recv_bytes=sent / 2)
+    advice = advise(bound(Workload("uneven", comm=(op,), dtype="bf16"), preset("h200x2").system(2)))
+    assert advice.facts["message_bytes"] == sent
+    even = advise(bound(Workload("even", comm=(dataclasses.replace(op, send_bytes=None, recv_bytes=None),),
+                                  dtype="bf16"), preset("h200x2").system(2)))  # fmt: skip
+    assert even.facts["message_bytes"] == size / 2
