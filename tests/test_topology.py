@@ -293,3 +293,16 @@ def test_a_malformed_nccl_tuning_in_a_topology_file_is_refused_naming_the_field(
     change(data["mechanisms"]["nccl"]["tuning"])
     with pytest.raises(TopologyError, match=message):
         from_dict(data)
+
+
+def test_a_topology_beyond_any_machine_is_refused_in_one_line():
+    import dataclasses
+
+    from pkroof.topology import resolve
+
+    base = resolve("hgx-h100-8")
+    with pytest.raises(ValueError, match="gpus_per_node: 1000000000 is more than 4096"):
+        dataclasses.replace(base, gpus_per_node=10**9)
+    with pytest.raises(ValueError, match="nodes: 200000 nodes of 8 GPUs is more than the 1048576 GPUs"):
+        resolve("hgx-h100-8", nodes=200_000)
+    assert resolve("hgx-h100-8", nodes=1024).num_gpus == 8192  # 1024 nodes of 8: bounded (tests/test_scale.py)

@@ -22,6 +22,10 @@ NIC_KINDS = ("infiniband", "roce", "ethernet")
 MECHANISMS = tuple(m.value for m in Mechanism if m is not Mechanism.NETWORK)
 
 
+MAX_GPUS_PER_NODE = 4096  # one node or NVLink domain: 7x the largest announced (NVL576)
+MAX_GPUS = 1 << 20  # a topology's GPUs in all: 128 Ki nodes of 8
+
+
 @dataclass(frozen=True)
 class Source:
     basis: str  # "nominal", "measured" (on this machine) or "carried" (measured on another, which the cite names)
@@ -347,6 +351,15 @@ class Topology:
             raise ValueError(f"nodes: must be at least 1, got {self.nodes}")
         if self.gpus_per_node < 1:
             raise ValueError(f"gpus_per_node: must be at least 1, got {self.gpus_per_node}")
+        if self.gpus_per_node > MAX_GPUS_PER_NODE:
+            raise ValueError(
+                f"gpus_per_node: {self.gpus_per_node} is more than {MAX_GPUS_PER_NODE}, beyond any NVLink domain"
+                " (the largest announced: 576 GPUs)"
+            )
+        if self.nodes * self.gpus_per_node > MAX_GPUS:
+            raise ValueError(
+                f"nodes: {self.nodes} nodes of {self.gpus_per_node} GPUs is more than the {MAX_GPUS} GPUs pkroof bounds"
+            )
         for name in MECHANISMS:
             if name not in self.mechanisms:
                 raise ValueError(f"mechanisms.{name}: missing (list it, with available: false if it cannot run)")
