@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import signal
@@ -16,6 +15,7 @@ import typer
 
 from pkroof import __version__
 from pkroof import show as _show
+from pkroof.rooflines.export import finite
 
 # plain help (no rich panels): a flag reads `--json`, not `--json <bool>`
 HELP = "How fast could this multi-GPU kernel be on this node, how fast is it, and what should I change first?"
@@ -132,19 +132,9 @@ def _echo(message: object = "", *, err: bool = False, nl: bool = True) -> None:
     typer.echo(printable(str(message)), err=err, nl=nl)
 
 
-def _finite(value: object) -> object:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
 def strict_json(data: object) -> str:
     """`data` as strict JSON (RFC 8259): a number that is not finite (an unbounded rate, no time) is null."""
-    return json.dumps(_finite(data), indent=2, allow_nan=False)
+    return json.dumps(finite(data), indent=2, allow_nan=False)
 
 
 def _fail(message: str) -> None:

@@ -33,6 +33,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pkroof.rooflines.export import finite
+
 SCHEMA = "pkroof.record/2"
 OLDER = ("pkroof.record/1",)
 STATUSES = ("correct", "incorrect", "timeout", "crashed")
@@ -84,23 +86,12 @@ def upgrade(record: dict[str, Any]) -> dict[str, Any]:
     return out | {"schema": SCHEMA}
 
 
-def _finite(value: Any) -> Any:
-    """`value` with every float that is not finite replaced by None: strict JSON has no NaN or Infinity."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
 def append(path: Path, record: dict[str, Any]) -> None:
     """Append one line and make it durable before going on: nothing measured is lost to a later crash. After a line
     that a crash cut short (no newline at the end of the file), the record starts a line of its own. A number that
     is not finite is written as null (strict JSON)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps(_finite({**record, "schema": SCHEMA}), sort_keys=True, allow_nan=False) + "\n"
+    line = json.dumps(finite({**record, "schema": SCHEMA}), sort_keys=True, allow_nan=False) + "\n"
     with path.open("a+b") as f:
         end = f.seek(0, os.SEEK_END)
         if end:

@@ -419,8 +419,6 @@ class Sampler:
     def verify(self, outputs: list[Any], first: int = 0, what: str = "") -> None:
         """After a sample: each call's outputs (call i used set (first + i) % INPUT_SETS) against the reference's;
         every rank learns every rank's verdict. IncorrectWhileTimedError where one differs."""
-        import torch.distributed as dist
-
         phase(f"checking the outputs of timed sample {self.samples}")
         got = [_as_tuple(o) for o in outputs]
         overwritten = _aliased(got)
@@ -436,9 +434,7 @@ class Sampler:
             mine = (mine[0] and ok, worst, mine[2] or (f"{call}{why}" if not ok else ""))
             if not ok:
                 break
-        verdicts: list[Any] = [None] * self.job.world_size
-        dist.all_gather_object(verdicts, mine)
-        ok, error, why = _verdict(0, verdicts)
+        ok, error, why = _verdict(0, _agree(mine, self.job.world_size))
         self.worst = None if self.worst is None or error is None else max(self.worst, error)
         if not ok:
             where = f"timed sample {self.samples}{f' ({what})' if what else ''}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .advice import Advice
@@ -10,6 +11,18 @@ from .collectives import algorithm_bandwidth_Bps, bus_bandwidth_Bps
 from .workload import CommOp, Workload
 
 SCHEMA = "pkroof.bound/1"
+
+
+def finite(value: Any) -> Any:
+    """`value` with every float that is not finite replaced by None, through dicts, lists and tuples: strict JSON
+    (RFC 8259) has no NaN or Infinity."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
 
 
 def bandwidths(w: Workload, t_s: float | None) -> dict[str, float | None]:
