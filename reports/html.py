@@ -78,7 +78,7 @@ STYLE = """
 * { box-sizing: border-box; }
 body { font: 14px/1.5 -apple-system, BlinkMacSystemFont, "Segoe UI", Helvetica, Arial, sans-serif;
        color: var(--ink); background: var(--bg); margin: 0; }
-main { max-width: 1400px; margin: 0 auto; padding: 24px 20px 64px; }
+main { max-width: 1400px; margin: 0 auto; padding: 24px 20px 64px; overflow-wrap: break-word; }  /* a long path wraps */
 nav { border-bottom: 1px solid var(--rule); padding: 10px 32px; font-size: 13px; }
 nav a { margin-right: 18px; }
 a { color: #1d4ed8; text-decoration: none; } a:hover { text-decoration: underline; }
