@@ -428,8 +428,9 @@ class Topology:
         name = self.name if nodes == 1 else f"{self.name.split('@')[0]}@{nodes}"
         return replace(self, name=name, nodes=nodes, nic=nic, sources=sources)
 
-    def system(self, world_size: int | None = None) -> System:
-        """The numbers the roofline needs for a run of `world_size` ranks (default: every GPU)."""
+    def system(self, world_size: int | None = None, ranks_per_node: int | None = None) -> System:
+        """The numbers the roofline needs for a run of `world_size` ranks (default: every GPU), `ranks_per_node` of
+        them on each node (default: as few nodes as hold them; a launched job says how it placed its ranks)."""
         world = self.num_gpus if world_size is None else world_size
         if world > self.num_gpus:
             raise ValueError(f"world size {world} is larger than {self.name}'s {self.num_gpus} GPUs")
@@ -437,11 +438,22 @@ class Topology:
             raise ValueError(f"world size must be at least 2, got {world}")
         if world < 1:
             raise ValueError(f"world size must be at least 1, got {world}")
-        per_node = min(world, self.gpus_per_node)
+        per_node = min(world, self.gpus_per_node) if ranks_per_node is None else ranks_per_node
+        if not 1 <= per_node <= self.gpus_per_node:
+            raise ValueError(f"{per_node} ranks per node on {self.name}, whose nodes have {self.gpus_per_node} GPUs")
+        if world % per_node:
+            raise ValueError(f"world size {world} is not a whole number of nodes of {per_node} ranks")
+        if world // per_node > self.nodes:
+            raise ValueError(
+                f"{world // per_node} nodes of {per_node} ranks: {self.name} has {self.nodes} node"
+                f"{'s' * (self.nodes > 1)} (--nodes N joins N of them)"
+            )
         network = None
-        if world > self.gpus_per_node:
+        if world > per_node:
             assert self.nic is not None
-            share = self.nic.rate_Bps * self.nic.count_per_node / self.gpus_per_node
+            # the node's NICs shared by the ranks on it: a node with fewer ranks than GPUs gives each rank more
+            # (a bound, so the generous share: a GPU may reach a NIC beside another GPU's through the PCIe switches)
+            share = self.nic.rate_Bps * self.nic.count_per_node / per_node
             network = TransferModel(Mechanism.NETWORK, True, self.nic.latency_s, share, None)
         return System(
             name=self.name,
