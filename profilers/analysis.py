@@ -176,6 +176,7 @@ def analyze(
     params: dict[str, Any] | None = None,
     world_size: int | None = None,
     nodes: int | None = None,
+    ranks_per_node: int | None = None,
     dtype: str | None = None,
     workload: Workload | None = None,
     sweep: bool = False,
@@ -183,7 +184,8 @@ def analyze(
     round_size: bool = False,
 ) -> ProblemAnalysis:
     """The analysis of `problem` at `shape` (default: its default shape) with `params` on top, on `world_size`
-    ranks (default: every GPU of the topology) of `topology` (a preset name, a file, or a Topology).
+    ranks (default: every GPU of the topology) of `topology` (a preset name, a file, or a Topology), `ranks_per_node`
+    of them a node (default: as few nodes as hold them).
 
     `workload`: use this one instead of building it (a record's stored workload; with `problem` None the sweep is
     that one point). `sweep`: also the roof over sizes or named shapes. `cpu_ranks` False: a reference that needs
@@ -191,7 +193,7 @@ def analyze(
     does not split over the ranks is rounded down instead of refused (the analytic report's 72 ranks).
     Bad names, shapes, parameters and dtypes are a ValueError of one line."""
     topo = topology if isinstance(topology, Topology) else resolve(topology, nodes=nodes)
-    system = topo.system(world_size)
+    system = topo.system(world_size, ranks_per_node)
     world = system.world_size
     _check_dtype(dtype)
     overrides = dict(params or {})
