@@ -39,6 +39,7 @@ class BuiltinImpl:
     auto_max_bytes: int | None = None  # unasked only up to this size (nccl-tests' convention); above, when named
     in_place: bool = False  # the reference's collective in place: nccl-tests' in-place column beside its out-of-place
     max_input_bytes: int | None = None  # a rank's input it refuses above (kernels/low_latency.py MAX_BYTES for LL)
+    one_node: bool = True  # peer-to-peer memory (symmetric memory, pkroof's kernels): one NVLink domain only
 
     def __post_init__(self) -> None:
         if isinstance(self.comm_sms, str) and self.comm_sms not in SETTINGS:
@@ -74,7 +75,7 @@ def _impl(module: str, function: str, problems: set[str], family: str = "pkroof"
 
 
 _NCCL = {"mechanism": "nccl", "schedule": "serial"}
-_INPL = _NCCL | {"in_place": True}  # nccl-tests' in-place column
+_INPL = _NCCL | {"in_place": True, "one_node": False}  # nccl-tests' in-place column: NCCL spans nodes
 _LL = {
     "mechanism": "sm-store",
     "schedule": "serial",

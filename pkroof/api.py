@@ -256,12 +256,14 @@ def profile(
     timeout_s: float = 60.0,
     resume: bool = False,
     log: Callable[[str], None] | None = None,
+    nodes: int | None = None,
 ) -> list[dict[str, Any]]:
     """`pkroof profile`: check every implementation against the reference on fresh inputs, time the correct ones
     (GPUs over NCCL, else CPU ranks over gloo), append each record to `out`/results.jsonl. Returns the records this
     call wrote, each with the model's fields computed as profilers/evaluate.py computes them when records are read
     (t_roof_s, fraction_of_roofline, algbw_Bps, busbw_Bps, predicted_s, ...). `log` gets each line `pkroof
-    profile` prints (default: nothing)."""
+    profile` prints (default: nothing). Called in a process torchrun or srun started, it is that rank of the launched
+    job (`nodes`: the job's node count, to bound on that many of the topology's nodes); ranks other than 0 return []."""
     from pkroof.profilers.evaluate import evaluate
     from pkroof.profilers.profile import profile as run_profile
     from pkroof.topology import resolve
@@ -286,5 +288,6 @@ def profile(
         resume=resume,
         topology=topology,
         log=log or (lambda line: None),
+        nodes=nodes,
     )
     return evaluate(written, resolve(topology), log=lambda line: None).records

@@ -346,9 +346,17 @@ def profile(
     ] = 60.0,
     resume: Annotated[bool, typer.Option("--resume", help="skip what results.jsonl already holds")] = False,
     topology: Topo = None,
+    nodes: Annotated[
+        int | None,
+        typer.Option(
+            "--nodes", metavar="N", help="under torchrun/srun: bound on N of the topology's nodes (the job's)"
+        ),
+    ] = None,
 ) -> None:
     """Check implementations against the reference on N ranks, time the correct ones, record them; print each with
-    its fraction of roofline, and collectives as nccl-tests does (time, algbw, busbw; out of place | in place)."""
+    its fraction of roofline, and collectives as nccl-tests does (time, algbw, busbw; out of place | in place).
+    Under torchrun or srun each process is one rank of the launched job, across nodes; global rank 0 writes."""
+    from pkroof.profilers.launched import JobLostError
     from pkroof.profilers.profile import profile as run_profile
 
     try:
@@ -371,9 +379,15 @@ def profile(
             resume=resume,
             topology=_topology(topology),
             log=_echo,
+            nodes=nodes,
         )
     except ValueError as e:
         _fail(str(e))
+    except JobLostError as e:  # a launched job lost a rank, or rank 0 ended it: every rank still there says so
+        _echo(
+            f"pkroof: the launched job ends: {e}; what was measured is in {out / 'results.jsonl'} on rank 0", err=True
+        )
+        raise typer.Exit(1) from None
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (TerminatedError) while ranks ran: they were stopped
         _echo(f"pkroof: stopped, and its ranks with it; what was measured is in {out / 'results.jsonl'}", err=True)
         raise typer.Exit(128 + getattr(e, "signum", signal.SIGINT)) from None

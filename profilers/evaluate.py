@@ -106,11 +106,18 @@ def derive(record: dict[str, Any], pa: ProblemAnalysis, reference_s: float | Non
     return out
 
 
-Group = tuple[str, str, str, int]  # (problem, shape, params as JSON, world size)
+Group = tuple[str, str, str, int, int]  # (problem, shape, params as JSON, world size, nodes)
 
 
 def group_of(record: dict[str, Any]) -> Group:
-    return (record["problem"], record["shape"], json.dumps(record["params"], sort_keys=True), record["world_size"])
+    params = json.dumps(record["params"], sort_keys=True)
+    return (record["problem"], record["shape"], params, record["world_size"], rec.placement(record)[0])
+
+
+def placed(topology: Topology, nodes: int) -> Topology:
+    """The topology a record of `nodes` nodes is bounded on: the topology itself where it holds them, else its node
+    joined `nodes` times by its NICs (as `pkroof profile` did when launched on them with a one-node topology)."""
+    return topology if topology.nodes >= nodes or topology.nodes > 1 else topology.with_nodes(nodes)
 
 
 @dataclass
@@ -151,16 +158,17 @@ def evaluate(
         groups.setdefault(group_of(r), []).append(r)
     references: dict[Group, dict[str, Any] | None] = {}
     for g, members in groups.items():
-        problem, shape, _, world = g
+        problem, shape, _, world, nodes = g
         first = members[0]
         try:
             p, w = record_workload(first)
             pa = analyze(
                 p,
-                topology=topology,
+                topology=placed(topology, nodes),
                 shape=shape if p is None else None,
                 params=first["params"],
                 world_size=world,
+                ranks_per_node=rec.placement(first)[1] if "ranks_per_node" in first else None,
                 dtype=first.get("dtype"),
                 workload=w,
                 sweep=sweep,

@@ -16,12 +16,14 @@ from pkroof.rooflines import DTYPE_BYTES, bus_bandwidth_factor
 from pkroof.rooflines.units import fmt_bytes, fmt_s
 from pkroof.rooflines.workload import workload_to_dict
 from pkroof.runtime.launch import phase, run_isolated
+from pkroof.runtime.launched import Control, launched
 from pkroof.topology import Topology, dumps, resolve
 
 from . import records
 from .analysis import NeedsDataError, ProblemAnalysis, analyze, has_torch
 from .evaluate import derive
 from .isolated import PRELOAD
+from .launched import JobLostError, Placement, follow, job_topology, join, placement, run_launched
 from .run import Job, check_builtin, check_impl_spec, finish, resolve_impl, run_job
 
 REFERENCE_PAIR = {"mechanism": "nccl", "schedule": "serial"}  # PyTorch + torch.distributed: compute, then NCCL
@@ -53,10 +55,12 @@ def declared_pair(problem: Problem | None, impl: str) -> dict[str, Any] | None:
     return declared(resolve_impl(problem, impl))
 
 
-def automatic_peers(problem: str, backend: str, log: Callable[[str], None], comm_bytes: float) -> list[str]:
+def automatic_peers(
+    problem: str, backend: str, log: Callable[[str], None], comm_bytes: float, nodes: int = 1
+) -> list[str]:
     """The built-in implementations that run beside `problem`'s reference unasked at `comm_bytes`: on GPUs only, those
-    meant for that size, and pkroof's own kernels only where triton imports (said once per call, not recorded as
-    crashes)."""
+    meant for that size, those that span nodes where the ranks are on several, and pkroof's own kernels only where
+    triton imports (said once per call, not recorded as crashes)."""
     import importlib.util
 
     from pkroof.kernels.registry import BUILTIN_IMPLS
@@ -64,6 +68,9 @@ def automatic_peers(problem: str, backend: str, log: Callable[[str], None], comm
     if backend != "nccl":
         return []
     peers = [n for n, b in BUILTIN_IMPLS.items() if b.runs_unasked(problem, comm_bytes)]
+    if nodes > 1 and (local := [n for n in peers if BUILTIN_IMPLS[n].one_node]):
+        log(f"{problem}: on {nodes} nodes, {', '.join(local)} (peer-to-peer memory, one NVLink domain) are skipped")
+        peers = [n for n in peers if n not in local]
     if importlib.util.find_spec("triton") is None:
         mine = [n for n in peers if BUILTIN_IMPLS[n].family == "pkroof"]
         if mine:
@@ -163,6 +170,7 @@ class Ask:
     sizes: list[int] | None = None
     round_sizes: bool = False  # a -b/-e sweep: sizes rounded down to split over the ranks
     dtype: str | None = None
+    ranks_per_node: int | None = None  # a launched job's placement (None: as few nodes as hold the ranks)
 
 
 def _run(problem: Problem, ask: Ask, size: int | None, notes: list[str]) -> Run:
@@ -173,6 +181,7 @@ def _run(problem: Problem, ask: Ask, size: int | None, notes: list[str]) -> Run:
     params = ask.overrides if size is None else ask.overrides | {"size_bytes": size}
     problem.check_size(params)
     kw = dict(topology=ask.topo, shape=ask.shape, params=params, world_size=ask.world, round_size=ask.round_sizes)
+    kw["ranks_per_node"] = ask.ranks_per_node
     try:
         pa = analyze(problem, **kw, dtype=ask.dtype)
         if ask.dtype is not None and analyze(problem, **kw).analysis.workload.dtype != ask.dtype:
@@ -259,11 +268,16 @@ def profile(
     warmup: int | None = None,
     rtol: float | None = None,
     atol: float | None = None,
+    nodes: int | None = None,
 ) -> list[dict[str, Any]]:
     """Check and time every implementation of every problem at each of `sizes` (collectives; None: the shape's own,
     `round_sizes`: rounded down to split over the ranks, as a -b/-e sweep is); `dtype` casts the inputs; `iters`
     and `warmup` override the timing function's samples. Returns the records written by this call, as written:
-    measurements only (profilers/evaluate.py gives them the model's fields)."""
+    measurements only (profilers/evaluate.py gives them the model's fields).
+
+    Started by torchrun or srun (one rank of a launched job), this process is that rank: global rank 0 profiles
+    and writes the records, bounded against `topology` on the job's nodes (`nodes`: must be the job's); the other
+    ranks follow it and return []. A job that loses a rank is a JobLostError on every rank still there."""
     if not (0 < timeout_s < math.inf):
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout_s:g}")
     if not has_torch():
@@ -277,14 +291,75 @@ def profile(
     for flag, tol in (("--rtol", rtol), ("--atol", atol)):
         if tol is not None and not 0 <= tol < math.inf:
             raise ValueError(f"{flag} must be a finite number at least 0, got {tol:g}")
+    asked = dict(shape=shape, overrides=overrides, sizes=sizes, round_sizes=round_sizes, dtype=dtype, iters=iters)
+    asked |= dict(warmup=warmup, rtol=rtol, atol=atol)
+    launch = launched()
+    if launch is None:
+        if nodes is not None:
+            raise ValueError("--nodes is for a profile launched on several nodes (torchrun, srun): see docs/profile.md")
+        check_out_dir(out_dir)
+        place, topo = _local(world_size, resolve(topology))
+        return _profile(problems, impls, place, topo, out_dir, timeout_s, resume, log, None, **asked)
+    control = join(launch, timeout_s, devices(), log)
+    try:
+        if launch.rank != 0:
+            follow(control)
+            return []
+        try:
+            place = placement(control)
+            if world_size is not None and world_size != launch.world:
+                raise ValueError(f"-n {world_size}, but the launch has {launch.world} ranks")
+            check_out_dir(out_dir)
+            topo = job_topology(resolve(topology), nodes, place, log)
+            written = _profile(problems, impls, place, topo, out_dir, timeout_s, resume, log, control, **asked)
+        except BaseException as e:
+            control.abort(f"rank 0 ended the job: {(str(e).strip().splitlines() or [type(e).__name__])[0]}")
+            raise
+        control.finish()
+        return written
+    finally:
+        control.close()
+
+
+def _local(world_size: int | None, topo: Topology) -> tuple[Placement, Topology]:
+    """pkroof's own ranks on this node: NCCL where it has the GPUs, else gloo; all on one node of the topology."""
     gpus = devices()
     backend = "nccl" if gpus >= max(2, world_size or 2) else "gloo"
     world = world_size if world_size is not None else (gpus if backend == "nccl" else 2)
     if world < 2:
         raise ValueError(f"world size must be at least 2, got {world}")
-    check_out_dir(out_dir)
-    topo = resolve(topology)
     topo.system(world)  # a world larger than the topology's GPUs is refused here
+    if world > topo.gpus_per_node:
+        raise ValueError(
+            f"{world} ranks on this one node, but {topo.name}'s nodes have {topo.gpus_per_node} GPUs: profile against "
+            "a topology of this node (pkroof probe), or launch on several nodes (torchrun, srun)"
+        )
+    return Placement(1, world, backend), topo
+
+
+def _profile(
+    problems: list[str],
+    impls: list[str],
+    place: Placement,
+    topo: Topology,
+    out_dir: Path,
+    timeout_s: float,
+    resume: bool,
+    log: Callable[[str], None],
+    control: Control | None,
+    *,
+    shape: str | None,
+    overrides: dict[str, Any],
+    sizes: list[int] | None,
+    round_sizes: bool,
+    dtype: str | None,
+    iters: int | None,
+    warmup: int | None,
+    rtol: float | None,
+    atol: float | None,
+) -> list[dict[str, Any]]:
+    """profile()'s work once it knows where the ranks run: on this node (control None) or on the launch's."""
+    world, backend = place.nodes * place.ranks_per_node, place.backend
     from pkroof.kernels.registry import BUILTIN_IMPLS
 
     # two spellings of one file are one problem, or one implementation: the first spelling is the one messages use
@@ -292,7 +367,7 @@ def profile(
     given = list({canonical_impl(i): i for i in reversed(impls)}.values())[::-1]
     impls = [canonical_impl(i) for i in given]
     user_impls = [i for i in given if i != "reference" and i not in BUILTIN_IMPLS]
-    ask = Ask(shape, overrides, world, topo, sizes, round_sizes, dtype)
+    ask = Ask(shape, overrides, world, topo, sizes, round_sizes, dtype, place.ranks_per_node)
     prepared: list[Prepared] = []  # every bad name, file or shape is reported before anything runs
     for name in problems:
         args = (name, user_impls, ask)
@@ -316,6 +391,9 @@ def profile(
     for line in unreadable:
         log(line)
     done = {records.key(r): r for r in _reusable(existing, topo, log)}
+    if control is not None:
+        hosts = ", ".join(place.hosts)
+        log(f"launched by {place.launcher}: {place.nodes} nodes of {place.ranks_per_node} ranks ({hosts})")
     if backend == "gloo":
         log(f"no {world} GPUs here: {world} CPU ranks over gloo check correctness; their times are CPU times")
     log(f"topology: {topo.name}")
@@ -330,7 +408,7 @@ def profile(
             reference_s = None
             # nccl-tests' size convention; unbounded, the size is unknown: no size-limited kernel runs unasked
             comm_bytes = sum(op.size_bytes for op in pa.analysis.workload.comm) if pa else math.inf
-            peers = automatic_peers(prep.problem_name, backend, log, comm_bytes)
+            peers = automatic_peers(prep.problem_name, backend, log, comm_bytes, place.nodes)
             chosen = [i for i in impls if i != "reference" and not (backend == "gloo" and i in BUILTIN_IMPLS)]
             if backend == "gloo" and any(i in BUILTIN_IMPLS for i in impls):
                 log("the built-in GPU implementations need GPUs: skipped on CPU ranks")
@@ -341,6 +419,7 @@ def profile(
             )  # fmt: skip
                 key = records.key(
                     {"problem": name, "shape": job.shape, "params": run.params, "impl": impl, "world_size": world}
+                    | place.fields
                 )
                 if key in done:
                     row = derive(done[key], pa, reference_s) if pa else done[key]
@@ -349,19 +428,23 @@ def profile(
                     if impl == "reference":
                         reference_s = done[key].get("median_s")
                     continue
-                result = run_job(job, timeout_s)
+                result, lost = (
+                    (run_job(job, timeout_s), None) if control is None else run_launched(control, job, timeout_s)
+                )
                 pair = prep.pairs[impl] if impl in prep.pairs else declared_pair(None, impl)
                 used = result.pop("comm_sms_used", None)  # what the implementation took at this shape, if it says
                 if pair:
                     result |= {k: v for k, v in pair.items() if k != "comm_sms"}
                     result["comm_sms"] = pair.get("comm_sms") if used is None else used
-                result |= run.fields | {"topology": topology_ref(topo)}
+                result |= run.fields | {"topology": topology_ref(topo)} | place.fields
                 record = finish(result, backend=backend)
                 records.append(path, record)
                 written.append(record)
                 row = derive(record, pa, reference_s) if pa else record
                 shown.append(row)
                 log(_row(row) + (f"  {record['message']}" if record.get("message") else ""))
+                if lost is not None:  # the record says why; the job ends on every rank still there
+                    raise JobLostError(lost)
                 if impl == "reference":
                     reference_s = record.get("median_s")
             last = run is prep.runs[-1]

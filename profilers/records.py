@@ -7,6 +7,8 @@ are read: profilers/evaluate.py), so records never go stale when the model chang
     problem       a suite name ("all-reduce") or the path of a user's problem file, with problem_sha256 (its bytes)
     shape         the label of the shape ("small", "small size=64 MiB"); params: every shape parameter
     world_size    ranks; dtype: the problem's dtype as bounded
+    nodes         the nodes it ran on and ranks_per_node (absent: one node of all its ranks); a launched job's
+                  records also say its launcher (torchrun, srun) and hosts (one per node, in rank order)
     topology      {"name": ..., "sha256": ...}: the topology the run was measured against
     impl          "reference", a built-in name or "path/to/file.py:function"; mechanism, schedule, comm_sms,
                   protocol, algorithm: the pair it declares (the reference: NCCL, serial)
@@ -59,7 +61,14 @@ def key(record: dict[str, Any]) -> tuple:
         json.dumps(record["params"], sort_keys=True),
         record["impl"],
         record["world_size"],
+        placement(record)[0],
     )
+
+
+def placement(record: dict[str, Any]) -> tuple[int, int]:
+    """(nodes, ranks per node) a record ran on: a launched job's; one node of all its ranks where it says none (pkroof's
+    own ranks on one node, and every record before launched jobs)."""
+    return record.get("nodes", 1), record.get("ranks_per_node", record["world_size"])
 
 
 def topology_name(record: dict[str, Any]) -> str | None:
@@ -138,8 +147,20 @@ def _parse(line: str) -> dict[str, Any]:
     world = record["world_size"]
     if isinstance(world, bool) or not isinstance(world, int) or not 1 <= world <= MAX_RANKS:
         raise ValueError(f"world_size {world!r} is not a number of ranks")
+    _check_placement(record)
     _check_times(record)
     return upgrade(record)
+
+
+def _check_placement(record: dict[str, Any]) -> None:
+    """nodes × ranks_per_node is the world size, each a whole number of at least 1, where a record says them."""
+    for field in ("nodes", "ranks_per_node"):
+        value = record.get(field, 1)
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_RANKS:
+            raise ValueError(f"{field} {value!r} is not a number of {'nodes' if field == 'nodes' else 'ranks'}")
+    nodes, per_node = placement(record)
+    if nodes * per_node != record["world_size"]:
+        raise ValueError(f"{nodes} nodes of {per_node} ranks is not its world_size {record['world_size']}")
 
 
 MAX_RANKS = 1 << 20

@@ -91,7 +91,7 @@ def _pages_data(found: list[dict[str, Any]], topo: Topology, log: Callable[[str]
         log(f"{topo.name}: bounding the problems of {len(found)} record{'s' * (len(found) != 1)}")
         evaluation = evaluate(found, topo, sweep=True, log=log)
         records, superseded = evaluation.records, evaluation.superseded
-        for (name, shape, _, world), pa in evaluation.analyses.items():
+        for (name, shape, _, world, _nodes), pa in evaluation.analyses.items():
             page = bounds.setdefault(name, {"sweep": [p.to_dict() for p in pa.analysis.sweep], "shapes": []})
             page["sweep"] = _with_own(page["sweep"], pa)
             page["shapes"].append(_entry(pa, shape=shape, world=world, params=pa.params))

@@ -526,28 +526,47 @@ def wait_ranks(procs: list, deadline_s: float, folder: Path | None = None, start
 
 def _rank_main(rank: int, world: int, fn: Callable, args: tuple, backend: str, folder: str) -> None:
     """One rank of run_ranks: join the process group through a FileStore in `folder` (one node: no listening socket
-    for the rendezvous; torch's TCPStore binds every interface whatever address it is given), say it is ready,
-    run fn, write its result."""
+    for the rendezvous; torch's TCPStore binds every interface whatever address it is given), then serve_rank."""
+    serve_rank(rank, world, fn, args, backend, folder, device=rank)
+
+
+def serve_rank(
+    rank: int,
+    world: int,
+    fn: Callable,
+    args: tuple,
+    backend: str,
+    folder: str,
+    *,
+    device: int,
+    store: Callable[[], Any] | None = None,
+    slot: int | None = None,
+) -> None:
+    """Join the process group (CUDA device `device` under NCCL; through `store()` where given, else a FileStore in
+    `folder`), say it is ready, run fn(rank, world, *args), write its result in `folder` as SLOT.pickle (`slot`:
+    default the rank), and leave. An exception is written there as SLOT.error for the parent (its last line is the
+    message) and the process exits 1."""
     keep_multicast_off()
-    os.environ[PHASE_FILE] = str(Path(folder, f"{rank}.phase"))
+    slot = rank if slot is None else slot
+    os.environ[PHASE_FILE] = str(Path(folder, f"{slot}.phase"))
     try:
         import torch
         import torch.distributed as dist
 
-        store = f"file://{Path(folder, 'store')}"
+        where = {"store": store()} if store is not None else {"init_method": f"file://{Path(folder, 'store')}"}
         if backend == "nccl":
-            torch.cuda.set_device(rank)
+            torch.cuda.set_device(device)
             dist.init_process_group(
-                "nccl", init_method=store, rank=rank, world_size=world, device_id=torch.device("cuda", rank)
+                "nccl", rank=rank, world_size=world, device_id=torch.device("cuda", device), **where
             )
         else:
-            dist.init_process_group("gloo", init_method=store, rank=rank, world_size=world)
-        Path(folder, f"{rank}.ready").write_text("")
+            dist.init_process_group("gloo", rank=rank, world_size=world, **where)
+        Path(folder, f"{slot}.ready").write_text("")
         result = fn(rank, world, *args)
-        Path(folder, f"{rank}.pickle").write_bytes(pickle.dumps(result))
+        Path(folder, f"{slot}.pickle").write_bytes(pickle.dumps(result))
         dist.barrier()
     except BaseException:  # the parent reports the last line and keeps the whole traceback
-        Path(folder, f"{rank}.error").write_text(traceback.format_exc())
+        Path(folder, f"{slot}.error").write_text(traceback.format_exc())
         os._exit(1)
     os._exit(0)  # process-group teardown can hang after NCCL work; nothing is left to flush
 

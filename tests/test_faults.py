@@ -338,7 +338,7 @@ def test_pkroof_stopped_by_a_signal_leaves_no_rank_child_or_grandchild_and_keeps
         assert [f.name for f in tmp.glob(f"{launch.TEMP_PREFIX}{pkroof.pid}-*")]  # the ranks' folder, named by owner
         below = launch.descendants({pkroof.pid})  # the guards, the fork server, the resource trackers too
         pkroof.send_signal(how)
-        code = pkroof.wait(60)
+        code = pkroof.wait(300)  # stopping every rank's tree on a loaded machine: a limit, no time asserted
         assert code == (-9 if how == signal.SIGKILL else 128 + how)
         assert _left(sorted(below)) == []
         if how != signal.SIGKILL:

@@ -399,6 +399,16 @@ def test_automatic_peers_need_gpus_and_triton(monkeypatch):
     assert len(said) == 1 and "triton is not installed" in said[0] and "pkroof-one-shot-push" in said[0]
 
 
+def test_across_nodes_only_what_spans_nodes_runs_unasked():
+    from pkroof.profilers.profile import automatic_peers
+
+    # symmetric memory and pkroof's kernels map peers' memory over NVLink: one node only. NCCL in place spans nodes.
+    said = []
+    peers = automatic_peers("all-reduce", "nccl", said.append, 1 << 20, nodes=2)
+    assert peers == ["nccl-all-reduce-in-place"]
+    assert len(said) == 1 and "on 2 nodes" in said[0] and "torch-symm-mem-one-shot" in said[0]
+
+
 def test_small_message_kernels_run_unasked_only_at_small_sizes():
     from pkroof.profilers.profile import automatic_peers
 

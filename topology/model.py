@@ -432,6 +432,8 @@ class Topology:
         """The numbers the roofline needs for a run of `world_size` ranks (default: every GPU), `ranks_per_node` of
         them on each node (default: as few nodes as hold them; a launched job says how it placed its ranks)."""
         world = self.num_gpus if world_size is None else world_size
+        if ranks_per_node is not None and not 1 <= ranks_per_node <= self.gpus_per_node:
+            raise ValueError(f"{ranks_per_node} ranks a node on {self.name}: its nodes have {self.gpus_per_node} GPUs")
         if world > self.num_gpus:
             raise ValueError(f"world size {world} is larger than {self.name}'s {self.num_gpus} GPUs")
         if world < 2 and self.num_gpus > 1:
@@ -439,8 +441,6 @@ class Topology:
         if world < 1:
             raise ValueError(f"world size must be at least 1, got {world}")
         per_node = min(world, self.gpus_per_node) if ranks_per_node is None else ranks_per_node
-        if not 1 <= per_node <= self.gpus_per_node:
-            raise ValueError(f"{per_node} ranks per node on {self.name}, whose nodes have {self.gpus_per_node} GPUs")
         if world % per_node:
             raise ValueError(f"world size {world} is not a whole number of nodes of {per_node} ranks")
         if world // per_node > self.nodes:

@@ -1,0 +1,151 @@
+"""A launched job, on paper: which launcher started this process and where it sits (torchrun's and srun's
+variables), how rank 0 picks the failure to record, how the job's placement is read and checked, and how a record of
+2 nodes of 2 ranks is bounded (its own placement, not one node of 4)."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from pkroof.profilers import records
+from pkroof.profilers.launched import Placement, job_topology, placement
+from pkroof.runtime.launched import Outcome, first_failure, launched
+from pkroof.topology import resolve
+
+TORCHRUN = {
+    "RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "GROUP_RANK": "1", "MASTER_ADDR": "node-a",
+    "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "abc", "TORCHELASTIC_RESTART_COUNT": "0",
+    "TORCHELASTIC_USE_AGENT_STORE": "True",
+}  # fmt: skip
+SRUN = {
+    "SLURM_PROCID": "5", "SLURM_STEP_NUM_TASKS": "8", "SLURM_LOCALID": "1", "SLURM_NODEID": "2", "SLURM_STEP_ID": "0",
+    "SLURM_JOB_ID": "77", "MASTER_ADDR": "node-a", "MASTER_PORT": "29500", "SLURM_NTASKS": "8",
+}  # fmt: skip
+
+
+def test_torchrun_variables_place_this_process():
+    at = launched(TORCHRUN)
+    assert (at.rank, at.world, at.local_rank, at.node, at.launcher) == (3, 4, 1, "1", "torchrun")
+    assert (at.addr, at.port, at.agent_store) == ("node-a", 29500, True)  # torchrun's agent serves the store
+
+
+def test_srun_variables_place_this_process_and_rank_0_serves_the_store():
+    at = launched(SRUN)
+    assert (at.rank, at.world, at.local_rank, at.node, at.launcher, at.agent_store) == (5, 8, 1, "2", "srun", False)
+
+
+def test_nothing_launched_and_a_one_rank_job_are_a_plain_local_profile():
+    assert launched({}) is None
+    assert launched(TORCHRUN | {"WORLD_SIZE": "1", "RANK": "0"}) is None
+    # a batch script itself has SLURM_PROCID and SLURM_NTASKS but no step: pkroof there starts its own ranks
+    assert launched({k: v for k, v in SRUN.items() if k != "SLURM_STEP_ID"}) is None
+
+
+@pytest.mark.parametrize(
+    "env, says",
+    [
+        ({k: v for k, v in SRUN.items() if k != "MASTER_ADDR"}, "needs MASTER_ADDR: export them in the batch script"),
+        (TORCHRUN | {"RANK": "four"}, "RANK='four' is not a whole number"),
+        (TORCHRUN | {"RANK": "4"}, "rank 4 is outside a job of 4 ranks"),
+    ],
+)
+def test_a_launch_whose_variables_do_not_add_up_is_one_line(env, says):
+    with pytest.raises(ValueError, match=says):
+        launched(env)
+
+
+def test_the_failure_recorded_is_the_cause_not_its_echoes():
+    # rank 2 was killed (no message: a signal) at order 3; ranks 0 and 1 raised on the broken connection before
+    # anyone said rank 2's outcome; rank 3 was stopped. The signal is the cause.
+    outcomes = [
+        Outcome(0, "failed", "Connection closed by peer", exitcode=1, order=1),
+        Outcome(1, "failed", "Connection closed by peer", exitcode=1, order=2),
+        Outcome(2, "failed", "", exitcode=-9, order=3),
+        Outcome(3, "stopped", "stopped: rank 2 failed first", order=4),
+    ]
+    assert first_failure(outcomes).rank == 2
+    assert first_failure([Outcome(0, "ok"), Outcome(1, "timeout", order=1), Outcome(2, "stopped", order=2)]).rank == 1
+    assert first_failure([Outcome(0, "ok"), Outcome(1, "ok")]) is None
+
+
+def _control(nodes_of_ranks: list[str], gpus: int = 0):
+    hellos = [{"node": n, "host": f"host-{n}", "gpus": gpus, "local_rank": nodes_of_ranks[:r].count(n)}
+              for r, n in enumerate(nodes_of_ranks)]  # fmt: skip
+    return SimpleNamespace(hellos=lambda _: hellos, launch=SimpleNamespace(launcher="torchrun"))
+
+
+def test_placement_from_the_ranks_hellos():
+    place = placement(_control(["0", "0", "1", "1"]))
+    assert (place.nodes, place.ranks_per_node, place.backend, place.hosts) == (2, 2, "gloo", ("host-0", "host-1"))
+    assert placement(_control(["0", "0", "1", "1"], gpus=2)).backend == "nccl"  # each rank has its local GPU
+    assert placement(_control(["0", "0", "1", "1"], gpus=1)).backend == "nccl"  # one GPU a task (srun binds it)
+    assert placement(_control(["0", "0", "0", "1", "1", "1"], gpus=2)).backend == "gloo"  # local rank 2 has none
+
+
+@pytest.mark.parametrize(
+    "nodes, says",
+    [(["0", "0", "0", "1"], "3 on node 0, 1 on node 1"), (["0", "1", "0", "1"], "must be consecutive")],
+)
+def test_unequal_or_interleaved_nodes_are_refused(nodes, says):
+    with pytest.raises(ValueError, match=says):
+        placement(_control(nodes))
+
+
+def test_the_job_is_bounded_on_its_own_nodes():
+    place = Placement(2, 2, "nccl", ("a", "b"), "torchrun")
+    lines: list[str] = []
+    assert job_topology(resolve("hgx-h100-8"), None, place, lines.append).name == "hgx-h100-8@2"
+    assert "joined by its NICs" in lines[0]  # said, not silent
+    assert job_topology(resolve("hgx-h100-8"), 2, place, lines.append).nodes == 2
+    with pytest.raises(ValueError, match="--nodes 4, but the launch runs on 2 nodes"):
+        job_topology(resolve("hgx-h100-8"), 4, place, lines.append)
+    with pytest.raises(ValueError, match="its nodes have 2 GPUs"):  # 4 ranks a node on nodes of 2 GPUs
+        job_topology(resolve("h200x2"), None, Placement(2, 4, "nccl"), lines.append)
+
+
+def test_a_nodes_nics_are_shared_by_the_ranks_on_it():
+    # hgx-h100-8: 8 ConnectX-7 NICs of 50 GB/s a node. With all 8 GPUs of each node in the job each GPU's share is
+    # 8 × 50 / 8 = 50 GB/s; with 2 ranks a node the node's NICs serve 2 GPUs: 8 × 50 / 2 = 200 GB/s each at most
+    # (the bound's generous share: a GPU may reach the NICs beside other GPUs through the PCIe switches).
+    topo = resolve("hgx-h100-8", nodes=2)
+    assert topo.system(16).network.peak_bandwidth_Bps == pytest.approx(8 * 50e9 / 8)
+    two = topo.system(4, 2)
+    assert (two.num_nodes, two.ranks_per_node) == (2, 2)
+    assert two.network.peak_bandwidth_Bps == pytest.approx(8 * 50e9 / 2)
+    assert topo.system(4).num_nodes == 1  # unplaced: as few nodes as hold 4 ranks
+    with pytest.raises(ValueError, match="3 nodes of 2 ranks"):
+        resolve("hgx-h100-8", nodes=2).system(6, 2)
+
+
+def _record(**placed) -> dict:
+    return {
+        "schema": records.SCHEMA, "problem": "all-reduce", "shape": "small", "params": {"size_bytes": 2**20},
+        "impl": "reference", "world_size": 4, "status": "correct", "median_s": 1e-3, **placed,
+    }  # fmt: skip
+
+
+def test_a_records_placement_must_add_up(tmp_path):
+    import json
+
+    path = tmp_path / "results.jsonl"
+    bad = [_record(nodes=2, ranks_per_node=3), _record(nodes=0, ranks_per_node=4), _record(nodes=True)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in [_record(nodes=2, ranks_per_node=2), *bad]))
+    found, unreadable = records.read(path)
+    assert len(found) == 1 and records.placement(found[0]) == (2, 2)
+    assert "2 nodes of 3 ranks is not its world_size 4" in unreadable[0]
+    assert "nodes 0 is not a number of nodes" in unreadable[1] and "nodes True" in unreadable[2]
+    assert records.placement(_record()) == (1, 4)  # a record before launched jobs: one node of all its ranks
+
+
+def test_a_two_node_record_is_bounded_as_two_nodes_of_two():
+    from pkroof.profilers.analysis import analyze
+    from pkroof.profilers.evaluate import evaluate
+
+    topo = resolve("hgx-h100-8")
+    one, two = (evaluate([r], topo, log=lambda _: None).records[0]
+                for r in (_record(), _record(nodes=2, ranks_per_node=2, launcher="torchrun")))  # fmt: skip
+    placed = analyze("all-reduce", topology=topo.with_nodes(2), world_size=4, ranks_per_node=2, params={})
+    assert two["t_roof_s"] == pytest.approx(placed.bound.t_roof_s)
+    assert placed.bound.system.num_nodes == 2
+    # across the network each of 2 ranks a node moves its half's all-reduce over NICs slower than NVLink: the
+    # 2-node roof is above the 1-node roof of the same 4 ranks
+    assert two["t_roof_s"] > one["t_roof_s"]
