@@ -10,6 +10,7 @@ everywhere (JobLostError), with what was measured already written.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -46,10 +47,10 @@ class Placement:
         return out
 
 
-def join(launch: Launch, timeout_s: float, gpus: int, log: Callable[[str], None]) -> Control:
+def join(launch: Launch, timeout_s: float, gpus: int) -> Control:
     """This rank's seat in the launched job, with its hello said (its node's GPUs)."""
-    hello = {"gpus": gpus, "local_rank": launch.local_rank}
-    return Control.join(launch, hello, lost_s=min(LOST_S, max(2.0, timeout_s)), log=log, startup_s=STARTUP_S)
+    hello = {"gpus": gpus, "local_rank": launch.local_rank, "argv": sys.argv[1:]}
+    return Control.join(launch, hello, lost_s=min(LOST_S, max(2.0, timeout_s)), startup_s=STARTUP_S)
 
 
 def placement(control: Control) -> Placement:
@@ -57,6 +58,10 @@ def placement(control: Control) -> Placement:
     its own (its local rank's, or the one GPU it sees), else gloo. Unequal nodes, or a node's ranks not consecutive
     (the model's nodes are ranks r·k … r·k+k−1), are a ValueError of one line."""
     hellos = control.hellos(STARTUP_S)
+    for rank, hello in enumerate(hellos[1:], 1):  # the others follow rank 0's: a different command is a mistake
+        if hello.get("argv") != hellos[0].get("argv"):
+            said = " ".join(hello.get("argv") or [])[:200]
+            raise ValueError(f"rank {rank} was started as `{said}`, unlike rank 0: every rank takes the same command")
     order: list[str] = []
     by_node: dict[str, list[int]] = {}
     for rank, hello in enumerate(hellos):

@@ -300,7 +300,7 @@ def profile(
         check_out_dir(out_dir)
         place, topo = _local(world_size, resolve(topology))
         return _profile(problems, impls, place, topo, out_dir, timeout_s, resume, log, None, **asked)
-    control = join(launch, timeout_s, devices(), log)
+    control = join(launch, timeout_s, devices())
     try:
         if launch.rank != 0:
             follow(control)

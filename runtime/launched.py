@@ -164,8 +164,8 @@ def _child_main(
 class Control:
     """This rank's seat in the launched job: the store, the heartbeats, and each job run in step."""
 
-    def __init__(self, launch: Launch, store: Any, lost_s: float, log: Callable[[str], None]) -> None:
-        self.launch, self.store, self.lost_s, self.log = launch, store, lost_s, log
+    def __init__(self, launch: Launch, store: Any, lost_s: float) -> None:
+        self.launch, self.store, self.lost_s = launch, store, lost_s
         self.jobs = 0
         self._stop = threading.Event()
         self._seen: dict[int, tuple[int, float]] = {}  # rank → (its last counter, when it last changed here)
@@ -173,9 +173,7 @@ class Control:
         self._beat = threading.Thread(target=self._beats, daemon=True)
 
     @classmethod
-    def join(
-        cls, launch: Launch, hello: dict[str, Any], *, lost_s: float, log: Callable[[str], None], startup_s: float
-    ) -> Control:
+    def join(cls, launch: Launch, hello: dict[str, Any], *, lost_s: float, startup_s: float) -> Control:
         """Connect to the launch's store (global rank 0 serves it where torchrun's agent does not) and say hello."""
         import torch.distributed as dist
 
@@ -187,35 +185,29 @@ class Control:
         except (RuntimeError, OSError) as e:
             first = (str(e).strip().splitlines() or [""])[0][:200]
             raise ValueError(f"cannot reach the launch's store at {launch.addr}:{launch.port} ({first})") from None
-        control = cls(launch, dist.PrefixStore(launch.prefix, client), lost_s, log)
+        control = cls(launch, dist.PrefixStore(launch.prefix, client), lost_s)
         control._set(f"hello/{launch.rank}", hello | {"host": socket.gethostname(), "node": launch.node})
         control._beat.start()
         return control
 
     # --- the store, every failure of it one LostError ------------------------------------------------------------
-    def _set(self, key: str, value: Any) -> None:
+    def _call(self, op: str, *args: Any) -> Any:
         try:
-            self.store.set(key, json.dumps(value))
-        except (RuntimeError, OSError) as e:
+            return getattr(self.store, op)(*args)
+        except (RuntimeError, OSError) as e:  # torch's DistNetworkError and DistStoreError are RuntimeErrors
             raise LostError(f"the launch's store is gone ({type(e).__name__}); rank 0's node may be lost") from None
+
+    def _set(self, key: str, value: Any) -> None:
+        self._call("set", key, json.dumps(value))
 
     def _get(self, key: str) -> Any:
-        try:
-            return json.loads(self.store.get(key))
-        except (RuntimeError, OSError) as e:
-            raise LostError(f"the launch's store is gone ({type(e).__name__}); rank 0's node may be lost") from None
+        return json.loads(self._call("get", key))
 
     def _has(self, key: str) -> bool:
-        try:
-            return bool(self.store.check([key]))
-        except (RuntimeError, OSError) as e:
-            raise LostError(f"the launch's store is gone ({type(e).__name__}); rank 0's node may be lost") from None
+        return bool(self._call("check", [key]))
 
     def _add(self, key: str, amount: int) -> int:
-        try:
-            return int(self.store.add(key, amount))
-        except (RuntimeError, OSError) as e:
-            raise LostError(f"the launch's store is gone ({type(e).__name__}); rank 0's node may be lost") from None
+        return int(self._call("add", key, amount))
 
     def _beats(self) -> None:
         while not self._stop.wait(BEAT_S):
@@ -247,20 +239,18 @@ class Control:
             if last is None or last[0] != count:
                 self._seen[r] = (count, now)
             elif now - last[1] > self.lost_s:
-                why = f"rank {r}{self._where(r)} is gone: no heartbeat for {self.lost_s:g} s (killed, or its node lost)"
+                why = f"rank {r}{self.where(r)} is gone: no heartbeat for {self.lost_s:g} s (killed, or its node lost)"
                 if self.launch.rank == 0:
                     self.abort(why)
                 raise LostError(why)
 
-    def _where(self, rank: int) -> str:
+    def where(self, rank: int) -> str:
+        """' (node 1, gpu-b07)' for a rank that said hello, else ''."""
         try:
             hello = self._get(f"hello/{rank}") if self._has(f"hello/{rank}") else {}
         except LostError:
             hello = {}
         return f" (node {hello['node']}, {hello['host']})" if "host" in hello else ""
-
-    def where(self, rank: int) -> str:
-        return self._where(rank)
 
     def abort(self, why: str) -> None:
         """Say to every rank that the job ends, and why (best effort: the store may be gone)."""

@@ -67,9 +67,11 @@ def test_the_failure_recorded_is_the_cause_not_its_echoes():
     assert first_failure([Outcome(0, "ok"), Outcome(1, "ok")]) is None
 
 
-def _control(nodes_of_ranks: list[str], gpus: int = 0):
-    hellos = [{"node": n, "host": f"host-{n}", "gpus": gpus, "local_rank": nodes_of_ranks[:r].count(n)}
-              for r, n in enumerate(nodes_of_ranks)]  # fmt: skip
+def _control(nodes_of_ranks: list[str], gpus: int = 0, argv: list[str] | None = None):
+    hellos = [{"node": n, "host": f"host-{n}", "gpus": gpus, "local_rank": nodes_of_ranks[:r].count(n),
+               "argv": ["profile", "all-reduce"]} for r, n in enumerate(nodes_of_ranks)]  # fmt: skip
+    if argv is not None:
+        hellos[-1]["argv"] = argv
     return SimpleNamespace(hellos=lambda _: hellos, launch=SimpleNamespace(launcher="torchrun"))
 
 
@@ -88,6 +90,11 @@ def test_placement_from_the_ranks_hellos():
 def test_unequal_or_interleaved_nodes_are_refused(nodes, says):
     with pytest.raises(ValueError, match=says):
         placement(_control(nodes))
+
+
+def test_a_rank_started_with_another_command_is_refused():
+    with pytest.raises(ValueError, match="rank 3 was started as `profile all-gather`, unlike rank 0"):
+        placement(_control(["0", "0", "1", "1"], argv=["profile", "all-gather"]))
 
 
 def test_the_job_is_bounded_on_its_own_nodes():
