@@ -10,6 +10,7 @@ everywhere (JobLostError), with what was measured already written.
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ class Placement:
     backend: str
     hosts: tuple[str, ...] = ()
     launcher: str | None = None  # None: pkroof started the ranks itself, on this node
+    why_gloo: str = ""  # where GPUs were there but not one for each rank
 
     @property
     def fields(self) -> dict[str, Any]:
@@ -50,12 +52,13 @@ class Placement:
 def join(launch: Launch, timeout_s: float, gpus: int) -> Control:
     """This rank's seat in the launched job, with its hello said (its node's GPUs)."""
     hello = {"gpus": gpus, "local_rank": launch.local_rank, "argv": sys.argv[1:]}
+    hello["visible"] = os.environ.get("CUDA_VISIBLE_DEVICES")
     return Control.join(launch, hello, lost_s=min(LOST_S, max(2.0, timeout_s)), startup_s=STARTUP_S)
 
 
 def placement(control: Control) -> Placement:
     """Rank 0: the job's nodes and ranks per node from every rank's hello, and NCCL where every rank has a GPU of
-    its own (its local rank's, or the one GPU it sees), else gloo. Unequal nodes, or a node's ranks not consecutive
+    its own (_own_gpus), else gloo. Unequal nodes, or a node's ranks not consecutive
     (the model's nodes are ranks r·k … r·k+k−1), are a ValueError of one line."""
     hellos = control.hellos(STARTUP_S)
     for rank, hello in enumerate(hellos[1:], 1):  # the others follow rank 0's: a different command is a mistake
@@ -80,9 +83,21 @@ def placement(control: Control) -> Placement:
                 f"node {node} holds ranks {by_node[node]}: a node's ranks must be consecutive (torchrun's order; "
                 "srun --distribution=block)"
             )
-    gpus = all(h["gpus"] > h["local_rank"] or h["gpus"] == 1 for h in hellos)  # its local rank's, or its one GPU
+    shared = [n for n in order if not _own_gpus([hellos[r] for r in by_node[n]])]
     hosts = tuple(str(hellos[by_node[n][0]]["host"]) for n in order)
-    return Placement(len(order), per_node, "nccl" if gpus else "gloo", hosts, control.launch.launcher)
+    why = ""
+    if shared and any(h["gpus"] for h in hellos):  # GPUs there, but not one a rank (no GPU at all needs no word)
+        why = f"node {shared[0]}'s ranks have no GPU each (fewer GPUs than ranks, or CUDA_VISIBLE_DEVICES)"
+    return Placement(len(order), per_node, "gloo" if shared else "nccl", hosts, control.launch.launcher, why)
+
+
+def _own_gpus(node: list[dict[str, Any]]) -> bool:
+    """Whether each of a node's ranks has a GPU of its own: the one of its local rank, or the one GPU it sees where
+    each sees another (srun --gpus-per-task=1 sets each task's CUDA_VISIBLE_DEVICES)."""
+    if all(h["gpus"] > h["local_rank"] for h in node):
+        return True
+    alone = [h.get("visible") for h in node if h["gpus"] == 1]
+    return len(alone) == len(node) and None not in alone and len(set(alone)) == len(node)
 
 
 def job_topology(topo: Topology, nodes: int | None, place: Placement, log: Callable[[str], None]) -> Topology:

@@ -395,7 +395,8 @@ def _profile(
         hosts = ", ".join(place.hosts)
         log(f"launched by {place.launcher}: {place.nodes} nodes of {place.ranks_per_node} ranks ({hosts})")
     if backend == "gloo":
-        log(f"no {world} GPUs here: {world} CPU ranks over gloo check correctness; their times are CPU times")
+        where = place.why_gloo or f"no {world} GPUs here"
+        log(f"{where}: {world} CPU ranks over gloo check correctness; their times are CPU times")
     log(f"topology: {topo.name}")
     if backend == "nccl":
         _say_other_gpu(topo, log)

@@ -22,8 +22,8 @@ class Launch:
     ) -> None:
         self.tmp, self.mark, port = tmp, uuid.uuid4().hex, free_port()
         env = os.environ | {"GLOO_SOCKET_IFNAME": "lo", "LAUNCH_TEST_DIR": str(tmp), "LAUNCH_TEST_MARK": self.mark}
-        env |= {"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-        self.nodes = []
+        env |= {"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "CUDA_VISIBLE_DEVICES": ""}  # CPU ranks unless a
+        self.nodes = []  # node's own variables say otherwise (the GPU form's one GPU a node)
         for node in range(nodes):
             run = [sys.executable, "-m", "torch.distributed.run", "--nnodes", str(nodes)]
             run += ["--nproc-per-node", str(per_node), "--node-rank", str(node)]

@@ -79,8 +79,15 @@ def test_placement_from_the_ranks_hellos():
     place = placement(_control(["0", "0", "1", "1"]))
     assert (place.nodes, place.ranks_per_node, place.backend, place.hosts) == (2, 2, "gloo", ("host-0", "host-1"))
     assert placement(_control(["0", "0", "1", "1"], gpus=2)).backend == "nccl"  # each rank has its local GPU
-    assert placement(_control(["0", "0", "1", "1"], gpus=1)).backend == "nccl"  # one GPU a task (srun binds it)
     assert placement(_control(["0", "0", "0", "1", "1", "1"], gpus=2)).backend == "gloo"  # local rank 2 has none
+    # one GPU a task: NCCL where each task sees another (srun --gpus-per-task=1 sets CUDA_VISIBLE_DEVICES), gloo where
+    # a node's tasks all see the same one (NCCL would refuse: "Duplicate GPU detected")
+    bound = _control(["0", "0", "1", "1"], gpus=1)
+    for r, hello in enumerate(bound.hellos(0)):
+        hello["visible"] = str(r % 2)
+    assert placement(bound).backend == "nccl"
+    same = placement(_control(["0", "0", "1", "1"], gpus=1))
+    assert same.backend == "gloo" and "node 0's ranks have no GPU each" in same.why_gloo
 
 
 @pytest.mark.parametrize(

@@ -133,6 +133,7 @@ def test_srun_tasks_without_torchrun_rank_0_serving_the_store(tmp_path):
     procs = []
     for rank in range(4):
         env = os.environ | {"GLOO_SOCKET_IFNAME": "lo", "LAUNCH_TEST_MARK": mark, "OMP_NUM_THREADS": "1"}
+        env["CUDA_VISIBLE_DEVICES"] = ""  # CPU ranks, on a GPU machine too
         env |= {"SLURM_JOB_ID": "4242", "SLURM_STEP_ID": "0", "SLURM_PROCID": str(rank), "SLURM_STEP_NUM_TASKS": "4"}
         env |= {"SLURM_LOCALID": str(rank % 2), "SLURM_NODEID": str(rank // 2)}
         env |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
