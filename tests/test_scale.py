@@ -1,6 +1,7 @@
 """The model at thousands of GPUs, on paper: hierarchical collectives (NVLink inside a node, one rail per GPU across
-nodes) at 1024 nodes of 8 GPUs and NVL72 domains of 72 and 576 GPUs, their bytes and steps derived by hand; the
-roof below every prediction at every scale; `bound` answering in well under a second."""
+nodes) at 1024 nodes of 8 GPUs, NVLink domains of 72 and 576 GPUs (gb200-nvl72, gb200-nvl576) and several of them
+joined by the network, their bytes and steps derived by hand; the roof below every prediction at every scale; `bound`
+and `advise` answering in well under a second."""
 
 import dataclasses
 import math
