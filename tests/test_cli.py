@@ -133,7 +133,7 @@ def test_impls_lists_every_builtin_with_its_pair():
 def test_presets_and_topology_show():
     result = runner.invoke(app, ["presets"])
     assert result.exit_code == 0
-    for name in ("hgx-h100-8", "hgx-h200-8", "hgx-b200-8", "gb200-nvl72", "dgx-a100-8", "pcie-l40s-8"):
+    for name in ("hgx-h100-8", "hgx-h200-8", "hgx-b200-8", "gb200-nvl72", "gb200-nvl576", "dgx-a100-8", "pcie-l40s-8"):
         assert name in result.stdout
     shown = runner.invoke(app, ["topology", "show", "hgx-h100-8"])
     assert shown.exit_code == 0 and "NVIDIA H100 80GB HBM3" in shown.stdout and "sources:" in shown.stdout

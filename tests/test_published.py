@@ -2,6 +2,7 @@
 gives every column, the sources and which rows tuned the NCCL lines): no published time beats the roof by more than
 1%, and the NCCL baseline stays within the targets on the held-out rows. Run with -s to see every row's error."""
 
+import dataclasses
 import statistics
 from pathlib import Path
 
@@ -32,6 +33,17 @@ def test_no_published_time_is_below_the_roof_by_more_than_one_percent():
         f"{c.row.id} ({c.row.preset}: measured {c.roof_ratio:.3f} of the roof)" for c in CHECKED if c.roof_ratio < 0.99
     ]
     assert not beaten, "published measurements beat the roof: " + "; ".join(beaten)
+
+
+def test_no_published_gb200_time_beats_the_nvl576_roof_either():
+    # no run of a 576-GPU NVLink domain is published, but a tray's 4 GPUs, a rack's 72 or two racks' 144 are a part
+    # of one, with the same GPU and NVLink 5 at links no slower: the gb200-nvl576 roof at the same world size must
+    # hold every published GB200 time too (runs across racks by InfiniBand included: the domain joins them by NVLink)
+    rows = [r for r in published.checkable(ROWS) if r.preset == "gb200-nvl72" and r.world_size <= 576]
+    assert len(rows) > 50
+    moved = [published.check(dataclasses.replace(r, preset="gb200-nvl576", nodes=1)) for r in rows]
+    beaten = [f"{c.row.id} ({c.roof_ratio:.3f} of the roof)" for c in moved if c.roof_ratio < 0.99]
+    assert not beaten, "published GB200 measurements beat the gb200-nvl576 roof: " + "; ".join(beaten)
 
 
 def test_every_check_row_of_a_preset_is_run():

@@ -1,7 +1,9 @@
 """The model at thousands of GPUs, on paper: hierarchical collectives (NVLink inside a node, one rail per GPU across
-nodes) at 1024 nodes of 8 GPUs and NVL72 domains of 72 and 576 GPUs, their bytes and steps derived by hand; the
-roof below every prediction at every scale; `bound` answering in well under a second."""
+nodes) at 1024 nodes of 8 GPUs, NVLink domains of 72 and 576 GPUs (gb200-nvl72, gb200-nvl576) and several of them
+joined by the network, their bytes and steps derived by hand; the roof below every prediction at every scale; `bound`
+and `advise` answering in well under a second."""
 
+import dataclasses
 import math
 import subprocess
 import sys
@@ -9,9 +11,10 @@ import time
 
 import pytest
 
-from pkroof.rooflines import Algorithm, Collective
+from pkroof.rooflines import Algorithm, Collective, Mechanism, Schedule
 from pkroof.rooflines.analysis import analyze
-from pkroof.rooflines.collectives import hierarchical_traffic
+from pkroof.rooflines.collectives import hierarchical_traffic, traffic
+from pkroof.rooflines.nccl import NcclRun
 from pkroof.rooflines.workloads import collective
 from pkroof.topology import resolve
 
@@ -53,8 +56,139 @@ def test_the_1024_node_all_reduce_bound_by_hand():
     assert b.limiter == "link"
 
 
+NVLINK5_Bps = 18 * 50e9  # per GPU per direction: 18 NVLink 5 links of 50 GB/s, the announced 1.8 TB/s both ways
+NDR_Bps, NET_STEP_S = 400e9 / 8, 3e-6  # what --nodes joins GB200 domains by: one NDR 400 Gb/s port a GPU, 3 µs a step
+
+
+def _store_latencies() -> tuple[float, float]:
+    """(α, step latency) of the SM store on the 2×H200 node's probe, which every Blackwell preset carries."""
+    store = resolve("h200x2").mechanisms["sm-store"]
+    return store.latency_s, store.step_latency_s
+
+
+@pytest.mark.parametrize("n", [72, 576])
+def test_all_reduce_traffic_in_one_nvlink_domain_by_hand(n):
+    # one NVLink domain of n GPUs, per rank and direction, S = 1 GiB:
+    # ring: a reduce-scatter ring then an all-gather ring, n−1 neighbour steps of S/n each: 2·(n−1)/n·S in 2·(n−1)
+    #   steps (n = 72: 142/72·S = 1.972 S in 142 steps; n = 576: 1150/576·S = 1.997 S in 1150 steps)
+    # two-shot: the same bytes, each phase one direct exchange with every peer: 2 steps
+    # one-shot: every peer's whole buffer, (n−1)·S, in 1 step
+    # in-network: the switches reduce (ld_reduce) then multicast (st) each rank's chunk: S in, S out, 2 steps
+    f = (n - 1) / n
+    ring = traffic(Collective.ALL_REDUCE, Algorithm.RING, S, n)
+    assert (ring.send_bytes, ring.recv_bytes, ring.num_steps) == (pytest.approx(2 * f * S),) * 2 + (2 * (n - 1),)
+    two = traffic(Collective.ALL_REDUCE, Algorithm.TWO_SHOT, S, n)
+    assert two.bytes == pytest.approx(2 * f * S) and two.num_steps == 2
+    one = traffic(Collective.ALL_REDUCE, Algorithm.ONE_SHOT, S, n)
+    assert one.bytes == pytest.approx((n - 1) * S) and one.num_steps == 1
+    switch = traffic(Collective.ALL_REDUCE, Algorithm.IN_NETWORK, S, n)
+    assert switch.send_bytes == switch.recv_bytes == pytest.approx(S) and switch.num_steps == 2
+
+
+@pytest.mark.parametrize("preset, n", [("gb200-nvl72", 72), ("gb200-nvl576", 576)])
+def test_the_all_reduce_roof_in_one_nvlink_domain_by_hand(preset, n):
+    # the link term takes the fewest bytes at their best rate: in-network's S at the switch ports' rate, the NVLink 5
+    # link itself, 18 × 50 GB/s = 900 GB/s per direction: t_link = 2^30 B / 900 GB/s = 1.193 ms. The next fewest,
+    # two-shot's 2·(n−1)/n·S ≈ 2 S, would need 1.8 TB/s one way to match, above the link. The latency term takes
+    # the fewest dependent steps of any algorithm, one-shot's 1, at the smallest α of the mechanisms: the SM store's
+    # (1.37 µs, the 2×H200 probe's, carried; a 576-GPU domain's second switch tier could only add to it). So the
+    # domain's size moves neither term: 576 GPUs differ from 72 in the ring's bytes and steps (above), not the roof.
+    topology = resolve(preset)
+    b = analyze(collective(Collective.ALL_REDUCE, n, "bf16", size=S), topology.system(n)).bound
+    alpha, _ = _store_latencies()
+    assert topology.scaleup.total_bandwidth_Bps == pytest.approx(NVLINK5_Bps)
+    assert b.link_tier == "scale-up" and b.link_bytes_per_rank == pytest.approx(S)
+    assert b.t_link_s == pytest.approx(S / NVLINK5_Bps)
+    assert min(m.latency_s for m in topology.mechanisms.values() if m.available) == alpha
+    assert b.t_latency_s == pytest.approx(alpha)
+    assert b.t_roof_s == pytest.approx(S / NVLINK5_Bps + alpha) and b.limiter == "link"
+
+
+def _nccl_all_reduce_s(n: int, algorithms: frozenset[str] | None) -> tuple[float, str]:
+    """NCCL's predicted all-reduce of S on n ranks of one 576-GPU domain (NCCL_ALGO as given), and its pair."""
+    system = resolve("gb200-nvl576").system(n)
+    m = system.mechanisms[Mechanism.NCCL]
+    system = dataclasses.replace(
+        system, mechanisms={**system.mechanisms, Mechanism.NCCL: dataclasses.replace(m, nccl_run=NcclRun(algorithms))}
+    )
+    b = analyze(collective(Collective.ALL_REDUCE, n, "bf16", size=S), system).bound
+    p = b.prediction(Mechanism.NCCL, Schedule.SERIAL)
+    assert p.t_s >= b.t_roof_s
+    return p.t_s, f"{p.algorithms[0]}/{p.protocols[0]}"
+
+
+@pytest.mark.parametrize(
+    "n, ring_s, ring_pair",
+    [
+        # NCCL_ALGO=ring: NCCL's model per protocol (rooflines/nccl.py), its bus bandwidth 18 links × 40.1 GB/s =
+        # 721.8 GB/s, the bus bytes 2·(n−1)/n·S, and a ring's 2·(n−1) steps:
+        # n = 72, 142 steps, 2.118e9 B: LL 6.6 + 142·0.6 = 91.8 µs + 2.118e9 / 282 GB/s (its LL cap) = 7.60 ms;
+        #   LL128 14 + 142·1.9 = 283.8 µs + 2.118e9 / (0.92·721.8 = 664.1 GB/s) = 3.47 ms; Simple 8.4 + 142·3.4 =
+        #   491.2 µs + 2.118e9 / 721.8 GB/s = 3.43 ms: Simple, which the rack's ring/simple lines price at the
+        #   cheaper of 8.4 + 482.8 µs + 2.118e9 / 619.85 GB/s = 3.907 ms and 116.9 + 482.8 µs + 2.118e9 / 684.58 GB/s
+        (72, 116.9e-6 + 142 * 3.4e-6 + 2 * 71 / 72 * S / 684.58e9, "ring/simple"),
+        # n = 576, 1150 steps, 2.144e9 B: LL 6.6 + 1150·0.6 = 696.6 µs + 2.144e9 / 282 GB/s = 8.30 ms; LL128 14 +
+        #   1150·1.9 = 2199 µs + 2.144e9 / 664.1 GB/s = 5.43 ms; Simple 8.4 + 1150·3.4 = 3918 µs + 2.144e9 /
+        #   721.8 GB/s = 6.89 ms: LL128, which its one line prices at 2199 µs + 2.144e9 / 497.25 GB/s
+        (576, 14e-6 + 1150 * 1.9e-6 + 2 * 575 / 576 * S / 497.25e9, "ring/ll128"),
+    ],
+)
+def test_the_nvl576_nccl_baseline_is_chosen_and_priced_at_its_own_world_size(n, ring_s, ring_pair):
+    # by default NCCL runs NVLS on NVLink 5 from 5 ranks (its model: 25 µs of latency against the ring's 2(n−1)
+    # steps), which the rack's nvls/simple lines price as the cheaper of 25 µs + S / 298.91 GB/s = 3.617 ms and
+    # 607.9 µs + S / 443.41 GB/s = 3.030 ms: the switches do the work, so the same at 72 ranks and at 576
+    assert _nccl_all_reduce_s(n, None) == (pytest.approx(607.9e-6 + S / 443.41e9), "nvls/simple")
+    assert _nccl_all_reduce_s(n, frozenset({"ring"})) == (pytest.approx(ring_s), ring_pair)
+
+
+def test_hierarchical_all_reduce_of_8_nvl72_racks_by_hand():
+    # gb200-nvl72 --nodes 8: g = 72 GPUs a rack, N = 8 racks joined by a 50 GB/s NIC a GPU, 3 µs a network step.
+    # Inside each rack in-network: a reduce-scatter (out 71/72·S of contributions, in its reduced S/72) then an
+    # all-gather (out S/72, in 71/72·S): S each way, in 2 steps.
+    # Across racks each GPU's rail all-reduces its S/72 shard among 8: a ring's bytes, 2·7/8·S/72 = 0.0243 S, in
+    # recursive halving then doubling's 2·⌈log2 8⌉ = 6 steps (a ring would take 2·7 = 14).
+    # Link: the rack's S at 900 GB/s, 1.193 ms, outlasts the rail's 0.0243 S at 50 GB/s, 0.522 ms: scale-up binds.
+    # Latency: the fewest NVLink steps, 2 (the reduce-scatter's, the all-gather's), at the SM store's α then its
+    # step latency, and the rail's 6 steps of 3 µs = 18 µs.
+    tiers = hierarchical_traffic(Collective.ALL_REDUCE, S, 72, 8, intra=Algorithm.IN_NETWORK)
+    up, out = tiers.scaleup, tiers.scaleout
+    assert up.send_bytes == up.recv_bytes == pytest.approx(S) and up.num_steps == 2
+    assert out.bytes == pytest.approx(2 * 7 / 8 * S / 72) and out.num_steps == 6 == 2 * math.ceil(math.log2(8))
+    system = resolve("gb200-nvl72", nodes=8).system(576)
+    assert system.network.peak_bandwidth_Bps == NDR_Bps and system.network.latency_s == NET_STEP_S
+    b = analyze(collective(Collective.ALL_REDUCE, 576, "bf16", size=S), system).bound
+    alpha, step = _store_latencies()
+    assert b.link_tier == "scale-up" and b.t_link_s == pytest.approx(S / NVLINK5_Bps)
+    assert 2 * 7 / 8 * S / 72 / NDR_Bps < b.t_link_s
+    assert b.t_latency_s == pytest.approx(alpha + step + 6 * NET_STEP_S)
+
+
+@pytest.mark.parametrize("domains, rail_steps", [(2, 2), (3, 4), (4, 4)])
+def test_hierarchical_all_reduce_of_nvl576_domains_by_hand(domains, rail_steps):
+    # gb200-nvl576 --nodes N: g = 576 GPUs a domain, joined by a 50 GB/s NIC a GPU, 3 µs a network step.
+    # Inside each domain in-network, as in a rack: S each way, 2 steps.
+    # Across domains each GPU's rail all-reduces its S/576 shard among N: 2·(N−1)/N·S/576 bytes, in the fewer of a
+    # ring's 2·(N−1) steps and recursive halving and doubling's 2·⌈log2 N⌉: N = 2: min(2, 2) = 2; N = 3: min(4, 4)
+    # = 4; N = 4: min(6, 4) = 4. The rail's bytes at 50 GB/s (N = 4: 1.5/576·S, 56 µs) stay far below the domain's
+    # S at 900 GB/s (1.193 ms): scale-up binds, and the latency is 2 NVLink steps plus the rail's.
+    n = 576 * domains
+    rail = 2 * (domains - 1) / domains * S / 576
+    tiers = hierarchical_traffic(Collective.ALL_REDUCE, S, 576, domains, intra=Algorithm.IN_NETWORK)
+    assert tiers.scaleup.bytes == pytest.approx(S) and tiers.scaleup.num_steps == 2
+    assert tiers.scaleout.bytes == pytest.approx(rail)
+    assert tiers.scaleout.num_steps == rail_steps == min(2 * (domains - 1), 2 * math.ceil(math.log2(domains)))
+    system = resolve("gb200-nvl576", nodes=domains).system(n)
+    assert system.ranks_per_node == 576 and system.network.peak_bandwidth_Bps == NDR_Bps
+    b = analyze(collective(Collective.ALL_REDUCE, n, "bf16", size=S), system).bound
+    alpha, step = _store_latencies()
+    assert b.link_tier == "scale-up" and b.t_link_s == pytest.approx(S / NVLINK5_Bps)
+    assert rail / NDR_Bps < b.t_link_s
+    assert b.t_latency_s == pytest.approx(alpha + step + rail_steps * NET_STEP_S)
+
+
 PRESET_NODES = [("hgx-h100-8", 1), ("hgx-h100-8", 2), ("hgx-h100-8", 16), ("hgx-h100-8", 1024), ("hgx-b200-8", 128)]
 PRESET_NODES += [("gb200-nvl72", 1), ("gb200-nvl72", 8), ("dgx-a100-8", 64)]
+PRESET_NODES += [("gb200-nvl576", 1), ("gb200-nvl576", 2), ("gb200-nvl576", 4)]
 
 
 @pytest.mark.parametrize("preset, nodes", PRESET_NODES)
@@ -75,6 +209,10 @@ def test_the_roof_is_below_every_prediction_at_every_scale(preset, nodes):
         ["bound", "all-reduce", "-t", "hgx-h100-8", "--nodes", "1024", "--size", "1G", "--json"],
         ["advise", "all-reduce", "-t", "gb200-nvl72", "--nodes", "8", "--size", "1G", "--json"],  # 576 GPUs
         ["advise", "all-to-all", "-t", "hgx-h100-8", "--nodes", "1024", "--size", "8G"],  # 8192 GPUs
+        ["bound", "all-reduce", "-t", "gb200-nvl576", "--size", "1G", "--json"],  # one NVLink domain of 576
+        ["advise", "all-reduce", "-t", "gb200-nvl576", "--size", "1G"],
+        ["advise", "all-reduce", "-t", "gb200-nvl576", "--nodes", "4", "--size", "1G", "--json"],  # 2304 GPUs
+        ["bound", "all-to-all", "-t", "gb200-nvl576", "--nodes", "4", "--size", "9G"],
     ],
 )
 def test_bound_and_advise_at_thousands_of_gpus_answer_in_under_a_second(args):

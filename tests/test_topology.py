@@ -8,6 +8,7 @@ import pytest
 from pkroof.topology import PRESETS, SCHEMA, TopologyError, dumps, from_dict, load, preset, resolve, to_dict
 
 REQUIRED_PRESETS = {"hgx-h100-8", "hgx-h200-8", "hgx-b200-8", "gb200-nvl72", "dgx-a100-8", "pcie-l40s-8"}
+REQUIRED_PRESETS |= {"gb200-nvl576"}  # one NVLink domain of 576 GPUs (issue 27)
 
 
 def test_every_required_preset_exists():
@@ -80,6 +81,29 @@ def test_h100_takes_the_fastest_measured_copy_and_the_switch_port_rate_for_in_ne
     assert system.mechanisms[Mechanism.TMA].ctas_for(1.0) == -(-tma.peak_bandwidth_Bps // tma.per_cta_bandwidth_Bps)
     # the same copy figure on H200 is carried over from H100, and says so
     assert preset("hgx-h200-8").basis("mechanisms.copy-engine.peak_bandwidth_Bps") == "carried"
+
+
+def test_the_nvl576_preset_is_the_nvl72_rack_at_the_announced_link_and_says_it_is_unmeasured():
+    # one NVLink domain of 576 GB200 GPUs (8 racks of 72, announced at GTC 2024, never measured in public): the rack's
+    # GPU, mechanisms and multicast; its link the announced 1.8 TB/s both ways per GPU = 18 × 50 GB/s one way,
+    # nominal; its latencies the rack's, a floor (a second switch tier only adds), cited as carried for that reason;
+    # NCCL's model and lines the rack's, carried
+    big, rack = preset("gb200-nvl576"), preset("gb200-nvl72")
+    assert big.nodes == 1 and big.gpus_per_node == 576 == 8 * rack.gpus_per_node
+    assert big.gpu == rack.gpu
+    assert big.scaleup.links_per_gpu * big.scaleup.link_bandwidth_Bps == pytest.approx(1.8e12 / 2)
+    assert big.basis("scaleup.link_bandwidth_Bps") == "nominal"
+    assert big.scaleup.multicast == rack.scaleup.multicast is True
+    for name, m in big.mechanisms.items():
+        r = rack.mechanisms[name]
+        same = ("available", "peak_bandwidth_Bps", "duplex_bandwidth_Bps", "latency_s", "step_latency_s", "handoff_s")
+        assert [getattr(m, f) for f in same] == [getattr(r, f) for f in same], name
+        if name != "nccl":
+            assert m.sources["latency_s"] == "nvl576-latency" and big.basis(f"mechanisms.{name}.latency_s") == "carried"
+    nccl = big.mechanisms["nccl"].tuning
+    assert nccl.model == rack.mechanisms["nccl"].tuning.model
+    assert {big.sources[i].basis for k, i in nccl.sources.items() if k.startswith("lines.")} == {"carried"}
+    assert "no measurement" in big.description and "nominal" in big.description
 
 
 def test_every_preset_carries_fixed_costs_measured_on_the_same_generation_or_labelled():

@@ -14,6 +14,7 @@ a preset name or a JSON file path. `--nodes N` joins N copies by their NICs (def
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -84,6 +85,32 @@ SOURCES: dict[str, Source] = {
         "dense rates are half the sparse ones (OCI's quick start lists bf16 2450, stas00's table 2500: the higher, "
         "as a roof)",
         date="2024",
+    ),
+    "gb200-nvl576": Source(
+        "nominal",
+        "NVIDIA's GTC 2024 Blackwell announcement (2024-03-18, as reproduced by AMAX; the newsroom page was not in the "
+        "search index): fifth-generation NVLink 'delivers 1.8TB/s bidirectional throughput per GPU' for communication "
+        "'among up to 576 GPUs'; NVIDIA's NVLink page: the NVLink Switch chips give 'all-to-all GPU communication at "
+        "full NVLink speed within a single rack and between racks', each with SHARP engines for in-network reduction "
+        "and multicast; NVIDIA Mission Control's NVLink chapter: 'up to 576 GPUs in a single NVLink domain'. Per GPU "
+        "18 links x 50 GB/s per direction (1.8 TB/s both ways / 2): the announced figure, not less, as a roof. Switch "
+        "chips: the 8 racks' 18 each (GB200 NVL72 datasheet); the second tier's count is not published. No "
+        "measurement of a 576-GPU NVLink domain was found published; in 2024-05 NCCL's maintainers said no "
+        "multi-level NVLink switch product was available (NVIDIA/nccl#1286)",
+        url="https://amax.com/nvidia-blackwell; https://www.nvidia.com/en-au/data-center/nvlink/; "
+        "https://docs.nvidia.com/base-command-manager/product-manuals/nvidia-mission-control/nvlinkinfo; "
+        "https://github.com/NVIDIA/nccl/issues/1286",
+        date="2024-03-18",
+    ),
+    "nvl576-latency": Source(
+        "carried",
+        "the GB200 NVL72 preset's latencies, themselves the 2x H200 node's probe (the h200x2-probe source; no "
+        "Blackwell latency was found published): a path between racks of a 576-GPU domain crosses a second tier of "
+        "NVLink switches as well as the rack's, so it takes no less than a path inside one NVL72; no NVL576 latency "
+        "is published, so the rack's figures stand as a floor",
+        url="topology/data/h200x2.json",
+        date="2026-11-30",
+        software="driver 580.159.04, torch 2.11.0+cu130, NCCL 2.28.9, Triton 3.6.0",
     ),
     "l40s-datasheet": Source(
         "nominal",
@@ -270,6 +297,18 @@ SOURCES: dict[str, Source] = {
         url="https://github.com/coreweave/nccl-tests/pull/43; github.com/Azure/AI-benchmarking-guide@"
         "2a370be6de9586d365feed77e014a73f25198f4d:Azure_Results/ND_GB200_v6_results.md; 'OCI GPU Quick Start: "
         "NVIDIA GB200' (search index file 52252791387)",
+        date="2025-02-20",
+        software="nccl-tests; NCCL 2.26.2 (rack), 2.25.1 (tray, ring)",
+    ),
+    "nccl-gb200-carried": Source(
+        "carried",
+        "NCCL's lines fitted to one GB200 NVL72 rack's published runs (the nccl-gb200 source: all_reduce_perf on 72 "
+        "GPUs, the 4-GPU tray's ring, alltoall_perf on one tray), carried to the 576-GPU domain: the same GPU, "
+        "NVLink 5 and NCCL, which sees one NVLink domain whatever its switch tiers ('The different NVSwitches are "
+        "not visible to NCCL', NCCL maintainer, NVIDIA/nccl#1006). NCCL's model still picks per call at the call's "
+        "world size (a ring's 2(n-1) steps); no NCCL run on more than 72 GPUs of one NVLink domain was found, and "
+        "a second switch tier only adds latency, so these are optimistic there",
+        url="https://github.com/coreweave/nccl-tests/pull/43; https://github.com/NVIDIA/nccl/issues/1006",
         date="2025-02-20",
         software="nccl-tests; NCCL 2.26.2 (rack), 2.25.1 (tray, ring)",
     ),
@@ -726,7 +765,7 @@ def _hgx_b200_8() -> Topology:
     )
 
 
-def _gb200_nvl72() -> Topology:
+def _gb200_gpu() -> GPU:
     gpu = _gpu(
         "NVIDIA GB200",
         "blackwell",
@@ -737,7 +776,12 @@ def _gb200_nvl72() -> Topology:
         {"bf16": 1822.0 * TFLOPS, "fp8": 3615.6 * TFLOPS},
         "gb200-nvl72",
     )
-    gpu = _cited(gpu, sm_count="blackwell-whitepaper")
+    return _cited(gpu, sm_count="blackwell-whitepaper")
+
+
+def _gb200_nccl(lines_source: str) -> MechanismSpec:
+    """NCCL on GB200's NVLink 5 domain: its own model picks per call at the call's world size (ring steps 2(n−1),
+    NVLS from 5 ranks), the lines fitted to one rack's published runs (`lines_source`) price what it picks."""
     tuning = _blackwell_nccl(
         nvls_min_ranks=5,
         nvls_min_bytes=0.0,
@@ -754,17 +798,50 @@ def _gb200_nvl72() -> Topology:
         _all("nccl-model", *NCCL_MODEL)
         | {"channels": "nccl-channels", "net_efficiency": "nccl-net", "host_overhead_s": "nccl-carried-hopper"}
         | {"nvls_min_ranks": "nvls-partition", "lines.symmetric/ll": "nccl-carried-hopper"}
-        | _all("nccl-gb200", "lines.ring/ll", "lines.ring/ll128", "lines.ring/simple", "lines.nvls/simple")
-        | {"lines.p2p/simple": "nccl-gb200"}
+        | _all(lines_source, "lines.ring/ll", "lines.ring/ll128", "lines.ring/simple", "lines.nvls/simple")
+        | {"lines.p2p/simple": lines_source}
     )
+    return _nccl(tuning, sources)
+
+
+def _gb200_nvl72() -> Topology:
     return _topology(
         name="gb200-nvl72",
         description="GB200 NVL72: 72 Blackwell GPUs in one NVLink 5 domain, 18 switch chips",
         nodes=1,
         gpus_per_node=72,
-        gpu=gpu,
+        gpu=_gb200_gpu(),
         scaleup=_nvlink("NVLink 5.0", 18, 50.0, 18, True, "gb200-nvl72"),
-        mechanisms=_blackwell_mechanisms(_nccl(tuning, sources), "pk-2025-b200-carried"),
+        mechanisms=_blackwell_mechanisms(_gb200_nccl("nccl-gb200"), "pk-2025-b200-carried"),
+        nic=None,
+    )
+
+
+def _latencies_cited(mechanisms: dict[str, MechanismSpec], source: str) -> dict[str, MechanismSpec]:
+    """The same mechanisms with their α and step latency cited to `source` (where a preset's reason for carrying
+    them differs from the measurement's own)."""
+    out = {}
+    for name, m in mechanisms.items():
+        latencies = {f: source for f in ("latency_s", "step_latency_s") if m.sources.get(f) == "h200x2-probe"}
+        out[name] = replace(m, sources=m.sources | latencies)
+    return out
+
+
+def _gb200_nvl576() -> Topology:
+    """One NVLink domain of 576 GB200 GPUs, as announced and never measured in public: the NVL72 rack's GPU,
+    mechanisms and NCCL lines, its per-GPU link at the announced 1.8 TB/s both ways, its latencies the rack's (a
+    second switch tier only adds to them, so the rack's are a floor)."""
+    mechanisms = _blackwell_mechanisms(_gb200_nccl("nccl-gb200-carried"), "pk-2025-b200-carried")
+    return _topology(
+        name="gb200-nvl576",
+        description="GB200 NVL576 (announced; nominal): 576 Blackwell GPUs in one NVLink 5 domain, 8 NVL72 racks "
+        "joined by a second tier of NVLink switches; no measurement of such a system is published, so its link is "
+        "the announced figure and its rates and latencies are the NVL72 rack's",
+        nodes=1,
+        gpus_per_node=576,
+        gpu=_gb200_gpu(),
+        scaleup=_nvlink("NVLink 5.0", 18, 50.0, 8 * 18, True, "gb200-nvl576"),
+        mechanisms=_latencies_cited(mechanisms, "nvl576-latency"),
         nic=None,
     )
 
@@ -918,6 +995,7 @@ PRESETS: dict[str, Callable[[], Topology]] = {
     "hgx-h200-8": _hgx_h200_8,
     "hgx-b200-8": _hgx_b200_8,
     "gb200-nvl72": _gb200_nvl72,
+    "gb200-nvl576": _gb200_nvl576,
     "dgx-a100-8": _dgx_a100_8,
     "pcie-l40s-8": _pcie_l40s_8,
 }
