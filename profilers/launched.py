@@ -53,14 +53,20 @@ def join(launch: Launch, timeout_s: float, gpus: int) -> Control:
     """This rank's seat in the launched job, with its hello said (its node's GPUs)."""
     hello = {"gpus": gpus, "local_rank": launch.local_rank, "argv": sys.argv[1:]}
     hello["visible"] = os.environ.get("CUDA_VISIBLE_DEVICES")
-    return Control.join(launch, hello, lost_s=min(LOST_S, max(2.0, timeout_s)), startup_s=STARTUP_S)
+    try:
+        return Control.join(launch, hello, lost_s=min(LOST_S, max(2.0, timeout_s)), startup_s=STARTUP_S)
+    except LostError as e:
+        raise JobLostError(str(e)) from None
 
 
 def placement(control: Control) -> Placement:
     """Rank 0: the job's nodes and ranks per node from every rank's hello, and NCCL where every rank has a GPU of
     its own (_own_gpus), else gloo. Unequal nodes, or a node's ranks not consecutive
     (the model's nodes are ranks r·k … r·k+k−1), are a ValueError of one line."""
-    hellos = control.hellos(STARTUP_S)
+    try:
+        hellos = control.hellos(STARTUP_S)
+    except LostError as e:
+        raise JobLostError(str(e)) from None
     for rank, hello in enumerate(hellos[1:], 1):  # the others follow rank 0's: a different command is a mistake
         if hello.get("argv") != hellos[0].get("argv"):
             said = " ".join(hello.get("argv") or [])[:200]

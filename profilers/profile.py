@@ -306,7 +306,7 @@ def profile(
             follow(control)
             return []
         try:
-            place = placement(control)
+            place = placement(control)  # a rank that never joins: JobLostError
             if world_size is not None and world_size != launch.world:
                 raise ValueError(f"-n {world_size}, but the launch has {launch.world} ranks")
             check_out_dir(out_dir)

@@ -236,6 +236,8 @@ class Control:
         for r in self._watched():
             count = self._add(f"beat/{r}", 0)
             last = self._seen.get(r)
+            if not count:  # not started yet (its node still importing): joining has its own limit (hellos)
+                continue
             if last is None or last[0] != count:
                 self._seen[r] = (count, now)
             elif now - last[1] > self.lost_s:
@@ -267,8 +269,19 @@ class Control:
         return self._get(key)
 
     def hellos(self, startup_s: float) -> list[dict[str, Any]]:
-        """Every rank's hello, in rank order (rank 0, once each rank has joined)."""
-        return [self._wait_for(f"hello/{r}", startup_s) for r in range(self.launch.world)]
+        """Every rank's hello, in rank order (rank 0, once each rank has joined); a rank that does not join within
+        `startup_s` ends the job (rank 0 says so to the others)."""
+        start, said = time.monotonic(), []
+        for r in range(self.launch.world):
+            try:
+                said.append(self._wait_for(f"hello/{r}", max(0.0, startup_s - (time.monotonic() - start))))
+            except LostError as e:
+                if not str(e).startswith("hello/"):
+                    raise
+                why = f"rank {r} did not join the launch in {startup_s:g} s (did its pkroof start? see its node's log)"
+                self.abort(why)
+                raise LostError(why) from None
+        return said
 
     # --- the jobs ---------------------------------------------------------------------------------------------
     def announce(self, what: dict[str, Any] | None) -> None:

@@ -163,3 +163,46 @@ def test_a_two_node_record_is_bounded_as_two_nodes_of_two():
     # across the network each of 2 ranks a node moves its half's all-reduce over NICs slower than NVLink: the
     # 2-node roof is above the 1-node roof of the same 4 ranks
     assert two["t_roof_s"] > one["t_roof_s"]
+
+
+class _Store:
+    """The launch's store, in memory: what Control calls of torch's TCPStore."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, bytes] = {}
+
+    def set(self, key, value):
+        self.data[key] = value.encode() if isinstance(value, str) else value
+
+    def get(self, key):
+        return self.data[key]
+
+    def check(self, keys):
+        return all(k in self.data for k in keys)
+
+    def add(self, key, amount):
+        self.data[key] = str(int(self.data.get(key, b"0")) + amount).encode()
+        return int(self.data[key])
+
+
+def test_a_rank_still_starting_is_not_lost_but_one_that_stops_beating_is(monkeypatch):
+    from pkroof.runtime import launched as module
+    from pkroof.runtime.launched import Control, LostError
+
+    clock = [1000.0]
+    monkeypatch.setattr(module.time, "monotonic", lambda: clock[0])
+    store = _Store()
+    leader = Control(launched(TORCHRUN | {"RANK": "0", "LOCAL_RANK": "0", "GROUP_RANK": "0"}), store, lost_s=10)
+    for _ in range(5):  # 50 s of rank 1..3 not beating at all: still starting (importing torch on a slow node)
+        clock[0] += 10.5
+        leader.check()
+    for r in (1, 2, 3):
+        store.add(f"beat/{r}", 1)
+    clock[0] += 1
+    leader.check()  # seen beating
+    for r in (1, 3):
+        store.add(f"beat/{r}", 1)
+    clock[0] += 10.5  # rank 2's counter has not moved for 10.5 s
+    with pytest.raises(LostError, match="rank 2 is gone: no heartbeat for 10 s"):
+        leader.check()
+    assert "rank 2 is gone" in store.get("abort").decode()  # rank 0 says it to every rank
