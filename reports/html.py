@@ -596,7 +596,8 @@ def _problem_charts(records: pd.DataFrame, bound: Mapping[str, Any]) -> tuple[st
 
 def crossover_sentence(crossover: Mapping[str, Any]) -> str:
     """Where the link term moves from the node's fabric to the network, in words: "NVLink-bound up to 8 nodes,
-    network-bound from 16", "network-bound from 2 nodes", or "NVLink-bound at every size shown"."""
+    network-bound from 16.", "Network-bound from 2 nodes.", or "NVLink-bound at every size shown (1 to 1024
+    nodes).": the scale-out term first exceeds the scale-up one at `network_from` nodes (None: at none shown)."""
     nodes = [int(p["nodes"]) for p in crossover.get("points") or ()]
     first, fabric = crossover.get("network_from"), crossover.get("fabric") or "scale-up"
     if first is None:
@@ -643,20 +644,22 @@ def problem_page(
     bound, meta = bound or {}, meta or {}
     time_title, chart, roofline = _problem_charts(records, bound)
     timed_on_cpu = frames.on_cpu_ranks(records) & records["median_s"].notna()
+    shapes = _shapes(bound)
+    across_nodes = any("scale-out" in (s["summary"].get("link_terms") or {}) for s in shapes)
     return _render(
         "problem",
         name,
         assets=assets,
         name=name,
         meta=meta,
-        shapes=_shapes(bound),
+        shapes=shapes,
         terms=TERMS,
         time_title=time_title.split(":")[0],
         chart=chart,
         roofline=roofline,
         crossover=_crossover_chart(bound.get("crossover")),
         fabric=(bound.get("crossover") or {}).get("fabric", ""),
-        tiers=TIERS if any("scale-out" in (s["summary"].get("link_terms") or {}) for s in _shapes(bound)) else (),
+        tiers=TIERS if across_nodes else (),  # a bound across nodes: each tier's link term in a column of its own
         cpu_rows=int(timed_on_cpu.sum()),
         rows=_rows(_ordered(records)) if len(records) else [],
         busbw=bool(records["busbw_Bps"].notna().any()) if len(records) else False,
