@@ -337,7 +337,7 @@ class Bound:
     predictions: tuple[Prediction, ...]  # fastest first
     # each tier's link term: "scale-up" always, "scale-out" where the system spans more than one node (0 where no op
     # leaves a node); the tiers are separate links, so each carries its own bytes and t_link is the slower of them
-    link_terms: dict[str, LinkTerm] = dataclasses.field(default_factory=dict)
+    link_terms: dict[str, LinkTerm]
     # where ranks differ (Workload.ranks): the rank that set each term ("compute", "hbm", "link", "latency"), and
     # the busiest rank's FLOPs, HBM bytes and communication; alike on every rank, busiest is empty
     busiest: dict[str, int] = dataclasses.field(default_factory=dict)
@@ -381,8 +381,7 @@ class _LinkFloor:
         return max(t.seconds for t in self.tiers.values())
 
 
-def _tier_floor(traffic: Traffic, bandwidth_Bps: float) -> _TierFloor:
-    t = traffic
+def _tier_floor(t: Traffic, bandwidth_Bps: float) -> _TierFloor:
     return _TierFloor(t.bytes / bandwidth_Bps, t.bytes, bandwidth_Bps, t.send_bytes, t.recv_bytes)
 
 
