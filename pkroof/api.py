@@ -28,6 +28,15 @@ class Terms:
 
 
 @dataclass(frozen=True)
+class LinkTerm:
+    """One tier's part of terms.link_s, at the rank busiest on that tier: t_s = bytes_per_rank / bandwidth_Bps."""
+
+    t_s: float
+    bytes_per_rank: float
+    bandwidth_Bps: float
+
+
+@dataclass(frozen=True)
 class Comm:
     """One communication op of the workload: nccl-tests' size, its group, what produces and consumes it."""
 
@@ -104,6 +113,7 @@ class Bound:
     link_bytes_per_rank: float
     link_bandwidth_Bps: float
     link_tier: str
+    link_terms: Mapping[str, LinkTerm]  # "scale-up"; "scale-out" on more than one node (terms.link_s: the slower)
     comm: tuple[Comm, ...]
     busiest_rank: Mapping[str, int]  # the rank that set each term, where ranks differ (empty: every rank alike)
     uncounted: tuple[str, ...]  # ops that compute but that no FLOP formula prices
@@ -134,7 +144,8 @@ def _value(hint: Any, value: Any) -> Any:
         item = typing.get_args(hint)[0]
         return tuple(_value(item, v) for v in value)
     if origin is Mapping:
-        return types.MappingProxyType(dict(value))
+        item = typing.get_args(hint)[1]
+        return types.MappingProxyType({k: _value(item, v) for k, v in value.items()})
     return value
 
 

@@ -562,7 +562,9 @@ def bound_cmd(
     timeout: AnalysisTimeout = 120.0,
 ) -> None:
     """The communication-aware roofline of a problem, with a prediction per (mechanism, schedule); a collective's
-    algbw and busbw as nccl-tests computes them. Several sizes (-b/-e/-f, or --size repeated): one row each."""
+    algbw and busbw as nccl-tests computes them; on more than one node (--nodes) the link term of each tier, NVLink
+    inside a node and the network across, and which binds. Several sizes (-b/-e/-f, or --size repeated): one row
+    each."""
     try:
         sizes = _sizes(size, minbytes, maxbytes, stepfactor, stepbytes)
     except ValueError as e:

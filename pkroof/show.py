@@ -168,18 +168,26 @@ def _bandwidths(b: Bound, t_s: float) -> str:
     return f"algbw {fmt_Bps(bw['algbw_Bps'])}, busbw {fmt_Bps(bw['busbw_Bps'])}"
 
 
+def _link(b: Bound) -> str:
+    """The link term's bytes and rate: on one node its one tier's; across nodes each tier's, and which binds."""
+    if not b.workload.comm:
+        return "nothing communicated"
+    if len(b.link_terms) == 1:
+        return f"link: {fmt_bytes(b.link_bytes_per_rank)} per rank at {fmt_Bps(b.link_bandwidth_Bps)} ({b.link_tier})"
+    tiers = [
+        f"{tier} {fmt_bytes(t.bytes_per_rank)} per rank at {fmt_Bps(t.bandwidth_Bps)} = {fmt_s(t.t_s)}"
+        for tier, t in b.link_terms.items()
+    ]
+    return f"link: {', '.join(tiers)} ({b.link_tier} binds)"
+
+
 def _terms(b: Bound) -> str:
     rates = _bandwidths(b, b.t_roof_s)
     lines = [
         f"t_roof {fmt_s(b.t_roof_s)} ({b.limiter}-bound) = max(compute {fmt_s(b.t_compute_s)}, "
         f"hbm {fmt_s(b.t_hbm_s)}, link {fmt_s(b.t_link_s)}) + latency {fmt_s(b.t_latency_s)}"
         + (f"; at the roof {rates}" if rates else ""),
-        (
-            f"  link: {fmt_bytes(b.link_bytes_per_rank)} per rank at {fmt_Bps(b.link_bandwidth_Bps)} ({b.link_tier}); "
-            if b.workload.comm
-            else "  nothing communicated; "
-        )
-        + f"compute at {fmt_flops(b.peak_flops)}",
+        f"  {_link(b)}; compute at {fmt_flops(b.peak_flops)}",
     ]
     if b.busiest:  # ranks differ: each term is its busiest rank's
         lines.append("  busiest rank: " + ", ".join(f"{term} {rank}" for term, rank in b.busiest.items()))

@@ -119,6 +119,25 @@ def _workload_of(
     return traced
 
 
+def shipped_workload(problem: Problem, world_size: int, params: dict[str, Any], dtype: str | None = None) -> Workload:
+    """The problem's workload on `world_size` ranks from what ships with pkroof alone, running no problem's code but
+    the suite's torch-free `workload()` and tracing nothing: a suite problem's hand-written workload, else the trace
+    shipped for that shape and world size (trace_cache.SHIPPED_WORLDS). A ValueError of one line where there is
+    neither: a user's file, a traced problem at a world size none ships for, a shape that does not divide."""
+    from . import trace_cache
+
+    if not problem.suite:
+        raise ValueError(f"{problem.name} is a problem file: its workload is rebuilt only by running it")
+    if problem.has_workload and (dtype is None or problem.workload_takes_dtype):
+        return _hand_written(problem, world_size, params, dtype)
+    found = trace_cache.shipped(trace_cache.key(problem, world_size, params, None, "meta", any_torch=True))
+    if found is None or dtype not in (None, found.dtype):
+        *most, last = trace_cache.SHIPPED_WORLDS
+        worlds = f"{', '.join(map(str, most))} and {last}"
+        raise ValueError(f"{problem.name} is traced from its reference, and its traces ship for {worlds} ranks only")
+    return found
+
+
 def _sized(problem: Problem, world_size: int, params: dict[str, Any], dtype: str | None, **kw: Any) -> Workload:
     """workload_of, with a collective's `size_bytes` that does not split over `world_size` ranks rounded down to
     one that does (64 MiB over 72 ranks: 67107840 B); the workload's params say the size used."""

@@ -12,12 +12,21 @@
                                             `bound_to_dict`, schema pkroof.bound/1) at that shape; the page
                                             reads t_roof_s, limiter, terms {compute_s, hbm_s, link_s, latency_s},
                                             link_bytes_per_rank, link_bandwidth_Bps, link_tier, dtype, topology,
+                                            nodes, and link_terms (on more than one node: each tier's apart),
                                  "advice": its "recommendation" dict: {"mechanism", "schedule", "t_s",
                                            "headroom", "reason"; optional "protocol", "comm_sms",
                                            "baseline_t_s"}}, ...]  (one per recorded shape and world size),
                      "sweep": [{"size_bytes": total comm bytes (the records' comm_bytes convention),
                                 "t_roof_s": .., "compute_s": .., "hbm_s": .., "link_s": .., "latency_s": ..,
                                 "predictions": {"<mechanism>/<schedule>[/ll]": t_s, ...}}, ...]  (size ascending)
+                     "crossover": None without a network, else the bound at one shape against the number of nodes:
+                                  {"shape": its label, "ranks_per_node": ranks on each node,
+                                   "fabric": "NVLink" or "PCIe" (the node's own links),
+                                   "points": [{"nodes", "world_size", "t_roof_s", "compute_s", "hbm_s", "scaleup_s",
+                                               "scaleout_s", "latency_s"}, ...]  (rooflines/analysis.py NodesPoint),
+                                   "network_from": the fewest nodes whose scale-out term exceeds the scale-up one
+                                                   (None: none of the points),
+                                   "left_out": one line naming the node counts that could not be bounded, and why}
                   }}
     categories    {problem name: category}
     problems_meta {problem name: {"doc": one-line docstring, "source": file, "command": the command that ran it}}

@@ -23,6 +23,7 @@ TERM_STYLE = {  # series → (colour, width)
     "link": ("#d97706", 1.5),
     "latency": ("#6b7280", 1.5),
 }
+TIER_STYLE = {"scale-up": "#d97706", "scale-out": "#15803d"}  # the link colour; the NICs' green in the diagram
 PALETTE = ("#0f766e", "#be123c", "#4338ca", "#a16207", "#0369a1", "#9333ea", "#15803d", "#c2410c", "#475569")
 TIME_AXIS = {"type": "log", "title": "time (s)", "exponentformat": "SI", "ticksuffix": "s"}
 SIZE_AXIS = {"type": "log", "title": "size (bytes)"}  # ticks in binary units (size_axis), as the tables
@@ -317,3 +318,46 @@ def collective_roofline_figure(roofs: pd.DataFrame, points: pd.DataFrame) -> go.
     title = "link bytes per rank per second (one direction)"
     yaxis = BANDWIDTH_AXIS | {"type": "log", "rangemode": "normal", "title": title, "range": span}
     return _layout(fig, xaxis=axis, yaxis=yaxis)
+
+
+def crossover_figure(terms: pd.DataFrame, *, network_from: int | None, fabric: str) -> go.Figure:
+    """The bound's terms against the number of nodes, log-log: the roof, compute, HBM and latency as the time chart
+    draws them, and the link term of each tier (scale-up over the node's `fabric`, scale-out over the network) bold;
+    a dashed vertical line at `network_from`, where the scale-out term first exceeds the scale-up one.
+
+    terms: nodes_frame(...) rows."""
+    fig = go.Figure()
+    names = {"scale-up": f"scale-up ({fabric})", "scale-out": "scale-out (network)"}
+    for series, rows in terms.groupby("series", sort=False):
+        if series in TIER_STYLE:
+            line = {"color": TIER_STYLE[series], "width": 2.5}
+        else:
+            colour, width = TERM_STYLE.get(series, ("#6b7280", 1.5))
+            line = {"color": colour, "width": width, "dash": "solid" if series == "roof" else "dot"}
+        label = html.escape(names.get(series, series))
+        fig.add_trace(
+            go.Scatter(
+                x=rows["nodes"],
+                y=rows["t_s"],
+                name=label,
+                mode="lines+markers",
+                line=line,
+                marker={"size": 6},
+                hovertemplate=f"{label}: %{{y:.3s}}s at %{{x}} nodes<extra></extra>",
+            )
+        )
+    if network_from is not None and len(terms):  # a trace, not a shape: a log axis places it where its value says
+        low, high = float(terms["t_s"].min()), float(terms["t_s"].max())
+        fig.add_trace(
+            go.Scatter(
+                x=[network_from, network_from],
+                y=[low, high],
+                name=f"network-bound from {network_from} nodes",
+                mode="lines",
+                line={"color": TIER_STYLE["scale-out"], "dash": "dash", "width": 1.5},
+                hoverinfo="skip",
+            )
+        )
+    nodes = sorted(set(terms["nodes"]))
+    xaxis = {"type": "log", "title": "nodes", "tickvals": nodes, "ticktext": [str(n) for n in nodes]}
+    return _layout(fig, xaxis=xaxis, yaxis=TIME_AXIS | {"dtick": "D2"})  # 2 and 5 labelled, not every digit

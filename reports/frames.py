@@ -331,6 +331,30 @@ def roofline_frame(points: Iterable[Mapping[str, Any]], x: str | None = None) ->
     return pd.DataFrame(rows, columns=list(ROOFLINE_COLUMNS))
 
 
+NODES_TERMS = {
+    "t_roof_s": "roof",
+    "compute_s": "compute",
+    "hbm_s": "HBM",
+    "scaleup_s": "scale-up",
+    "scaleout_s": "scale-out",
+    "latency_s": "latency",
+}
+NODES_COLUMNS = ("nodes", "series", "t_s")
+
+
+def nodes_frame(points: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Long form of the bound at each number of nodes (reports/build.py: a crossover's points): one row per (nodes,
+    series) whose time is positive, as a log axis draws them (no scale-out on one node, no compute in a
+    collective)."""
+    rows = []
+    for p in points:
+        for key, series in NODES_TERMS.items():
+            t = _number(p.get(key))
+            if t > 0:
+                rows.append((int(p["nodes"]), series, t))
+    return pd.DataFrame(rows, columns=list(NODES_COLUMNS))
+
+
 def on_cpu_ranks(records: pd.DataFrame) -> pd.Series:
     """Rows measured on CPU ranks over gloo: CPU times, never drawn or compared as GPU times."""
     return records["backend"] == "gloo"

@@ -244,17 +244,26 @@ prediction for every (mechanism, schedule) and its advice{% if meta.get("command
 {{ chart }}
 {% if cpu_rows %}<p class="chart-note">{{ cpu_rows|plural("measurement") }} on CPU ranks (gloo) left off the charts:
 CPU times, not GPU times; in the table below, marked <span class="pill cpu">CPU</span>.</p>{% endif %}
+{% if crossover %}<h2>{{ fabric }} against the network as nodes grow</h2>
+{{ crossover }}{% endif %}
 {% if shapes %}<h2>Bound</h2>
 <p class="sub">{% if shapes|length > 1 %}One row per shape and world size, each bound at its own parameters.
 {% endif %}t_roof = max(compute, HBM, link) + latency.</p>
 <div class="scroll"><table><thead><tr><th>shape</th><th class="num">ranks</th><th class="num">t_roof</th>
 <th>limiter</th>{% for key, label in terms %}<th class="num">{{ label }}</th>{% endfor %}
+{% for tier in tiers %}<th class="num" title="the link term of this tier alone, at its busiest rank: bytes per rank
+at the rate charged">{{ tier }}</th>{% endfor %}
 <th class="num">link bytes per rank</th><th>link</th><th>dtype · topology</th></tr></thead><tbody>
 {% for s in shapes %}{% set b = s.summary %}<tr><td>{{ s.shape|text }}{% if s.params %}<br>
 <span class="mono na">{{ s.params }}</span>{% endif %}</td>
-<td class="num">{{ s.world_size|text }}</td>
+<td class="num">{{ s.world_size|text }}{% if b.get("nodes", 1) > 1 %}<br>
+<span class="na">{{ b["nodes"] }} nodes</span>{% endif %}</td>
 <td class="num">{{ b.get("t_roof_s")|seconds }}</td><td>{{ b.get("limiter")|text }}</td>
 {% for key, label in terms %}<td class="num">{{ b.get("terms", {}).get(key)|seconds }}</td>{% endfor %}
+{% for tier in tiers %}{% set t = b.get("link_terms", {}).get(tier) %}<td class="num">{% if t %}
+{{ t.get("t_s")|seconds }}{% if b.get("link_tier") == tier %} <span class="pill fair">binds</span>{% endif %}<br>
+<span class="na">{{ t.get("bytes_per_rank")|bytes }} at {{ t.get("bandwidth_Bps")|Bps }}</span>{% else %}—{% endif %}
+</td>{% endfor %}
 <td class="num">{{ b.get("link_bytes_per_rank")|bytes }}</td>
 <td>{{ b.get("link_tier")|text }} at {{ b.get("link_bandwidth_Bps")|Bps }}</td>
 <td>{{ b.get("dtype")|text }} · {{ b.get("topology")|text }}</td></tr>
@@ -431,6 +440,7 @@ _ENV.filters |= {
 
 
 TERMS = (("compute_s", "compute"), ("hbm_s", "HBM"), ("link_s", "link"), ("latency_s", "latency"))
+TIERS = ("scale-up", "scale-out")  # the link term of each, on a bound across nodes
 
 
 def _render(template: str, title: str, *, assets: str = "", **context: Any) -> str:
@@ -584,6 +594,40 @@ def _problem_charts(records: pd.DataFrame, bound: Mapping[str, Any]) -> tuple[st
     return title, chart, roofline
 
 
+def crossover_sentence(crossover: Mapping[str, Any]) -> str:
+    """Where the link term moves from the node's fabric to the network, in words: "NVLink-bound up to 8 nodes,
+    network-bound from 16.", "Network-bound from 2 nodes.", or "NVLink-bound at every size shown (1 to 1024
+    nodes).": the scale-out term first exceeds the scale-up one at `network_from` nodes (None: at none shown)."""
+    nodes = [int(p["nodes"]) for p in crossover.get("points") or ()]
+    first, fabric = crossover.get("network_from"), crossover.get("fabric") or "scale-up"
+    if first is None:
+        return f"{fabric}-bound at every size shown ({nodes[0]} to {nodes[-1]} nodes)."
+    before = [n for n in nodes if 1 < n < first]
+    if not before:
+        return f"Network-bound from {first} nodes."
+    return f"{fabric}-bound up to {before[-1]} nodes, network-bound from {first}."
+
+
+def _crossover_chart(crossover: Mapping[str, Any] | None) -> Markup:
+    """The bound's terms against the number of nodes, and where the network takes over the link term, in a sentence
+    under the chart; where fewer than two node counts could be bounded, why, in one line. Nothing without a
+    network."""
+    if not crossover:
+        return Markup("")
+    points, left_out = crossover.get("points") or (), crossover.get("left_out") or ""
+    if len(points) < 2 or not any(p["nodes"] > 1 for p in points):
+        return Markup(f'<p class="na">Not drawn: {escape(left_out)}.</p>\n')
+    fig = figures.crossover_figure(
+        frames.nodes_frame(points), network_from=crossover.get("network_from"), fabric=crossover.get("fabric", "")
+    )
+    what = f"at {crossover.get('shape')}, {crossover.get('ranks_per_node')} ranks a node"
+    title = f"The bound's terms against the number of nodes ({what})"
+    said = crossover_sentence(crossover)
+    said += " The scale-up term is the node's own links, the scale-out term each GPU's share of its node's NICs."
+    chart = figure_html(fig, "crossover", title, said, wide=True)
+    return chart + (Markup(f'<p class="chart-note">{escape(left_out)}.</p>\n') if left_out else Markup(""))
+
+
 def problem_page(
     name: str,
     *,
@@ -600,17 +644,22 @@ def problem_page(
     bound, meta = bound or {}, meta or {}
     time_title, chart, roofline = _problem_charts(records, bound)
     timed_on_cpu = frames.on_cpu_ranks(records) & records["median_s"].notna()
+    shapes = _shapes(bound)
+    across_nodes = any("scale-out" in (s["summary"].get("link_terms") or {}) for s in shapes)
     return _render(
         "problem",
         name,
         assets=assets,
         name=name,
         meta=meta,
-        shapes=_shapes(bound),
+        shapes=shapes,
         terms=TERMS,
         time_title=time_title.split(":")[0],
         chart=chart,
         roofline=roofline,
+        crossover=_crossover_chart(bound.get("crossover")),
+        fabric=(bound.get("crossover") or {}).get("fabric", ""),
+        tiers=TIERS if across_nodes else (),  # a bound across nodes: each tier's link term in a column of its own
         cpu_rows=int(timed_on_cpu.sum()),
         rows=_rows(_ordered(records)) if len(records) else [],
         busbw=bool(records["busbw_Bps"].notna().any()) if len(records) else False,

@@ -11,10 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pkroof.profilers.analysis import NeedsDataError, ProblemAnalysis, analyze
-from pkroof.profilers.evaluate import evaluate
+from pkroof.kernels.catalogue import Problem
+from pkroof.profilers.analysis import NeedsDataError, ProblemAnalysis, analyze, shipped_workload
+from pkroof.profilers.evaluate import Group, evaluate, group_of
 from pkroof.profilers.records import read_files, topology_name
-from pkroof.rooflines.analysis import SweepPoint
+from pkroof.rooflines.analysis import NODE_COUNTS, NodesPoint, SweepPoint, network_bound_from
+from pkroof.rooflines.analysis import analyze as analyze_workload
 from pkroof.topology import Topology, resolve
 
 REAL_SHAPE = "llama3-70b-tp8"  # an analytic page's shape where a problem has it, else its first real one
@@ -39,6 +41,71 @@ def _with_own(sweep: list[dict[str, Any]], pa: ProblemAnalysis) -> list[dict[str
     own = SweepPoint.of(pa.bound).to_dict()
     points = {(p["size_bytes"], p["flops"]): p for p in [*sweep, own]}
     return sorted(points.values(), key=lambda p: (p["size_bytes"], p["flops"]))
+
+
+def _counts(nodes: list[int]) -> str:
+    """ "1024 nodes", "256 to 1024 nodes" (a run of NODE_COUNTS), "2, 8 and 32 nodes"."""
+    if len(nodes) == 1:
+        return f"{nodes[0]} node{'s' * (nodes[0] > 1)}"
+    i = NODE_COUNTS.index(nodes[0])
+    if list(NODE_COUNTS[i : i + len(nodes)]) == nodes:
+        return f"{nodes[0]} to {nodes[-1]} nodes"
+    return f"{', '.join(map(str, nodes[:-1]))} and {nodes[-1]} nodes"
+
+
+def _left_out(skipped: list[tuple[int, str]]) -> str:
+    """One line: the node counts left out, and why (the first one's reason where they differ)."""
+    if not skipped:
+        return ""
+    nodes, reasons = [n for n, _ in skipped], [why for _, why in skipped]
+    if len(set(reasons)) == 1:
+        return f"{_counts(nodes)} left out: {reasons[0]}"
+    return f"{_counts(nodes)} left out: at {nodes[0]}, {reasons[0]}"
+
+
+def _fabric(topo: Topology) -> str:
+    """What a page calls the node's own fabric: NVLink (through NVSwitch or direct), else PCIe."""
+    return "NVLink" if topo.scaleup.kind in ("nvswitch", "nvlink") else "PCIe"
+
+
+def _nodes_points(
+    problem: Problem, pa: ProblemAnalysis, topo: Topology, ranks_per_node: int, dtype: str | None
+) -> tuple[list[NodesPoint], list[tuple[int, str]]]:
+    """The bound of `pa`'s shape at each of NODE_COUNTS nodes, and each node count left out with why."""
+    points: list[NodesPoint] = []
+    skipped: list[tuple[int, str]] = []
+    for n in NODE_COUNTS:
+        world = n * ranks_per_node
+        try:
+            w = shipped_workload(problem, world, pa.params, dtype)
+            points.append(NodesPoint.of(analyze_workload(w, topo.with_nodes(n).system(world, ranks_per_node)).bound))
+        except ValueError as e:  # a shape that does not divide, a trace none ships, more GPUs than pkroof bounds
+            skipped.append((n, str(e).splitlines()[0]))
+    return points, skipped
+
+
+def _crossover(
+    problem: Problem | None, pa: ProblemAnalysis, *, topo: Topology, ranks_per_node: int, dtype: str | None = None
+) -> dict[str, Any] | None:
+    """The bound of `pa`'s shape on 1, 2, 4 … 1024 nodes of `ranks_per_node` ranks joined by the topology's NICs
+    (reports/build.py: bounds[name]["crossover"]), the workload rebuilt at each world size from what ships with
+    pkroof alone (profilers/analysis.py: shipped_workload; nothing is traced, no problem file runs); a point that
+    cannot be bounded is left out, and the line `left_out` says why. None on a topology without a network."""
+    if topo.nic is None:
+        return None
+    if problem is None:
+        why = f"{pa.bound.workload.name} is a problem file, rebuilt only by running it"
+        points, skipped = [], [(n, why) for n in NODE_COUNTS]
+    else:
+        points, skipped = _nodes_points(problem, pa, topo, ranks_per_node, dtype)
+    return {
+        "shape": pa.shape,
+        "ranks_per_node": ranks_per_node,
+        "fabric": _fabric(topo),
+        "points": [p.to_dict() for p in points],
+        "network_from": network_bound_from(points),
+        "left_out": _left_out(skipped),
+    }
 
 
 def _meta(pa: ProblemAnalysis, name: str, command: str | None = None) -> dict[str, Any]:
@@ -71,6 +138,27 @@ def _analytic(topo: Topology) -> tuple[dict[str, ProblemAnalysis], dict[str, str
     return out, left_out
 
 
+def _largest(analyses: dict[Group, ProblemAnalysis]) -> dict[str, tuple[Group, ProblemAnalysis]]:
+    """Each problem's analysed shape that communicates most (then has the longest roof): where a problem's page
+    draws its link terms against the number of nodes."""
+    out: dict[str, tuple[Group, ProblemAnalysis]] = {}
+
+    def weight(pa: ProblemAnalysis) -> tuple[float, float]:
+        return sum(op.size_bytes for op in pa.bound.workload.comm), pa.bound.t_roof_s
+
+    for group, pa in analyses.items():
+        name = group[0]
+        if name not in out or weight(pa) > weight(out[name][1]):
+            out[name] = (group, pa)
+    return out
+
+
+def _ranks_per_node(record: dict[str, Any]) -> int:
+    """The ranks a record ran on each node: its `ranks_per_node`, else all of them on one."""
+    rpn = record.get("ranks_per_node")
+    return rpn if isinstance(rpn, int) and not isinstance(rpn, bool) and rpn > 0 else record["world_size"]
+
+
 def _pages_data(found: list[dict[str, Any]], topo: Topology, log: Callable[[str], None]) -> dict[str, Any]:
     """The keyword arguments of reports.build.write_report for one topology: measured where there are records
     (each (shape, world size) bounded and advised at its own parameters), analytic where there are none."""
@@ -86,6 +174,7 @@ def _pages_data(found: list[dict[str, Any]], topo: Topology, log: Callable[[str]
         for name, pa in pages.items():
             entry = _entry(pa, shape=pa.shape, world=pa.bound.system.world_size, params=pa.params)
             bounds[name] = {"sweep": _with_own([p.to_dict() for p in pa.analysis.sweep], pa), "shapes": [entry]}
+            bounds[name]["crossover"] = _crossover(pa.problem, pa, topo=topo, ranks_per_node=topo.gpus_per_node)
             categories[name], meta[name] = pa.problem.category, _meta(pa, name, command)
     else:
         log(f"{topo.name}: bounding the problems of {len(found)} record{'s' * (len(found) != 1)}")
@@ -97,6 +186,10 @@ def _pages_data(found: list[dict[str, Any]], topo: Topology, log: Callable[[str]
             page["shapes"].append(_entry(pa, shape=shape, world=world, params=pa.params))
             categories[name] = pa.problem.category if pa.problem else "user"
             meta[name] = _meta(pa, name)
+        for name, (group, pa) in _largest(evaluation.analyses).items():
+            first = next(r for r in records if group_of(r) == group)
+            rpn, dtype = _ranks_per_node(first), first.get("dtype")
+            bounds[name]["crossover"] = _crossover(pa.problem, pa, topo=topo, ranks_per_node=rpn, dtype=dtype)
     return {
         "topology": topo,
         "records": records,

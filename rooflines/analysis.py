@@ -3,12 +3,13 @@ swept over other sizes or shapes of the same problem. Everything that shows a bo
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .advice import Advice, advise
-from .bound import Bound, bound
+from .bound import SCALE_OUT, SCALE_UP, Bound, bound
 from .export import bound_to_dict
 from .system import System
 from .workload import Workload
@@ -63,6 +64,47 @@ class SweepPoint:
             "latency_s": self.latency_s,
             "predictions": dict(self.predictions),
         }
+
+
+NODE_COUNTS = tuple(2**i for i in range(11))  # 1, 2, 4 … 1024 nodes: tests/test_scale.py bounds 8192 GPUs
+
+
+@dataclass(frozen=True)
+class NodesPoint:
+    """The bound at one number of nodes: the roof, its compute and HBM terms, its link term per tier (scale-up inside
+    a node, scale-out through the GPU's share of its node's NICs: 0 on one node) and its latency term."""
+
+    nodes: int
+    world_size: int
+    t_roof_s: float
+    compute_s: float
+    hbm_s: float
+    scaleup_s: float
+    scaleout_s: float
+    latency_s: float
+
+    @classmethod
+    def of(cls, b: Bound) -> NodesPoint:
+        out = b.link_terms.get(SCALE_OUT)
+        return cls(
+            b.system.num_nodes,
+            b.system.world_size,
+            b.t_roof_s,
+            b.t_compute_s,
+            b.t_hbm_s,
+            b.link_terms[SCALE_UP].t_s,
+            out.t_s if out is not None else 0.0,
+            b.t_latency_s,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def network_bound_from(points: Iterable[NodesPoint]) -> int | None:
+    """The fewest nodes at which the scale-out term exceeds the scale-up term (the network, not the node's own
+    fabric, sets the link term); None where it does at none of the points."""
+    return min((p.nodes for p in points if p.scaleout_s > p.scaleup_s), default=None)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@
 
 t_compute: FLOPs at the dtype's dense peak on every SM; t_hbm: minimal HBM bytes at HBM bandwidth; t_link:
 the fewest bytes any available algorithm must put on the busiest rank's link, at the fastest available
-mechanism's peak (the slower tier across nodes); t_latency: the cheapest chain of dependent steps.
+mechanism's peak; across nodes each tier (scale-up inside a node, scale-out through the GPU's share of its node's
+NICs) carries its own bytes at its own rate, and t_link is the slower tier's; t_latency: the cheapest chain of
+dependent steps.
 Latency is counted outside the max because the first message of a pipeline cannot hide behind anything.
 
 A prediction charges what its pair really costs: the mechanism's α and bandwidth at the CTAs it gets, the
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import nccl
@@ -305,19 +308,36 @@ class Prediction:
         return label(self.mechanism.value, self.protocol)
 
 
+SCALE_UP, SCALE_OUT = "scale-up", "scale-out"  # NVLink (or PCIe) inside a node; this GPU's share of its node's NICs
+
+
+@dataclass(frozen=True)
+class LinkTerm:
+    """One tier's part of t_link, at the rank busiest on that tier: the bytes its link must carry at least (the busier
+    direction, a chain of dependent ops in turn) and the rate they were charged at; t_s = bytes_per_rank /
+    bandwidth_Bps (with nothing to carry, t_s and bytes are 0 and the rate is the tier's peak)."""
+
+    t_s: float
+    bytes_per_rank: float
+    bandwidth_Bps: float
+
+
 @dataclass(frozen=True)
 class Bound:
     workload: Workload
     system: System
     t_compute_s: float
     t_hbm_s: float
-    t_link_s: float
+    t_link_s: float  # the slower tier's: max of link_terms' t_s
     t_latency_s: float
-    link_bytes_per_rank: float
+    link_bytes_per_rank: float  # on the binding tier (link_tier)
     link_bandwidth_Bps: float
     link_tier: str  # "scale-up" or "scale-out": where t_link binds
     peak_flops: float  # FLOP/s of the workload's FLOPs (their dtype's peak; FLOP-weighted if mixed)
     predictions: tuple[Prediction, ...]  # fastest first
+    # each tier's link term: "scale-up" always, "scale-out" where the system spans more than one node (0 where no op
+    # leaves a node); the tiers are separate links, so each carries its own bytes and t_link is the slower of them
+    link_terms: dict[str, LinkTerm]
     # where ranks differ (Workload.ranks): the rank that set each term ("compute", "hbm", "link", "latency"), and
     # the busiest rank's FLOPs, HBM bytes and communication; alike on every rank, busiest is empty
     busiest: dict[str, int] = dataclasses.field(default_factory=dict)
@@ -343,18 +363,32 @@ class Bound:
 
 
 @dataclass(frozen=True)
-class _LinkFloor:
+class _TierFloor:
     seconds: float  # the busier direction's bytes at the tier's rate
     num_bytes: float
     bandwidth_Bps: float
-    tier: str
-    latency_s: float
-    send_bytes: float = 0.0  # each direction's bytes on that tier
+    send_bytes: float = 0.0  # each direction's bytes on the tier
     recv_bytes: float = 0.0
 
 
+@dataclass(frozen=True)
+class _LinkFloor:
+    tiers: dict[str, _TierFloor]  # "scale-up"; "scale-out" where the system spans nodes
+    latency_s: float
+
+    @property
+    def seconds(self) -> float:
+        return max(t.seconds for t in self.tiers.values())
+
+
+def _tier_floor(t: Traffic, bandwidth_Bps: float) -> _TierFloor:
+    return _TierFloor(t.bytes / bandwidth_Bps, t.bytes, bandwidth_Bps, t.send_bytes, t.recv_bytes)
+
+
 def _link_floor(op: CommOp, system: System) -> _LinkFloor:
-    """The fewest bytes at the best peak of any available mechanism, and the cheapest chain of steps."""
+    """The fewest bytes at the best peak of any available mechanism, per tier, and the cheapest chain of steps. The
+    scale-out bytes are the same whatever the algorithm inside the node, so the candidate with the least time on the
+    slower tier, then on scale-up, carries the fewest bytes on each tier at once."""
     best: _LinkFloor | None = None
     latency = float("inf")
     for mechanism in system.available:
@@ -363,17 +397,12 @@ def _link_floor(op: CommOp, system: System) -> _LinkFloor:
             if tiers is None:
                 continue
             m = mechanism.for_collective(op.kind.value, tiers.scaleup.bytes)
-            net_bw_s, net_lat_s = _network_s(tiers, system)
-            up_s = tiers.scaleup.bytes / m.peak_bandwidth_Bps
-            if net_bw_s > up_s:
-                net, out = system.network, tiers.scaleout
-                cand = _LinkFloor(net_bw_s, out.bytes, net.peak_bandwidth_Bps, "scale-out", 0.0, out.send_bytes,
-                                  out.recv_bytes)  # fmt: skip
-            else:
-                up = tiers.scaleup
-                cand = _LinkFloor(up_s, up.bytes, m.peak_bandwidth_Bps, "scale-up", 0.0, up.send_bytes, up.recv_bytes)
-            latency = min(latency, m.latency_for(tiers.scaleup.num_steps) + net_lat_s)
-            if best is None or cand.seconds < best.seconds:
+            floors = {SCALE_UP: _tier_floor(tiers.scaleup, m.peak_bandwidth_Bps)}
+            if system.network is not None:
+                floors[SCALE_OUT] = _tier_floor(tiers.scaleout, system.network.peak_bandwidth_Bps)
+            cand = _LinkFloor(floors, 0.0)
+            latency = min(latency, m.latency_for(tiers.scaleup.num_steps) + _network_s(tiers, system)[1])
+            if best is None or (cand.seconds, floors[SCALE_UP].seconds) < (best.seconds, best.tiers[SCALE_UP].seconds):
                 best = cand
     if best is None:
         raise ValueError(f"no available mechanism on {system.name} can do {op.kind}")
@@ -690,30 +719,26 @@ def _chain_s(ops: tuple[CommOp, ...], latency_s: list[float]) -> float:
 class _Terms:
     compute_s: float
     hbm_s: float
-    link_s: float
-    link_bytes: float
-    link_bandwidth_Bps: float
-    tier: str
+    link: dict[str, LinkTerm]  # per tier
     latency_s: float
     flops: float
     peak_flops: float
 
 
-def _link_s(ops: tuple[CommOp, ...], floors: list[_LinkFloor], tier: str) -> tuple[float, float]:
-    """(seconds, bytes) the busiest rank's link on `tier` needs at least: each direction carries all its bytes
-    (sends out, receives in), and ops that depend on one another cannot overlap, so a chain of them carries each
-    op's busier direction in turn; the longer of the two. Ops of a hand-written workload run in order: the sum."""
-    mine = [(op, f) if f.tier == tier else (op, dataclasses.replace(f, seconds=0.0, num_bytes=0.0)) for op, f in
-            zip(ops, floors, strict=True)]  # fmt: skip
-    chain_s = _chain_s(ops, [f.seconds for _, f in mine])
-    chain_bytes = _chain_s(ops, [f.num_bytes for _, f in mine])
-    sends = [f.send_bytes / f.bandwidth_Bps for _, f in mine if f.seconds]
-    recvs = [f.recv_bytes / f.bandwidth_Bps for _, f in mine if f.seconds]
-    sent, received = sum(sends), sum(recvs)
+def _link_term(ops: tuple[CommOp, ...], floors: list[_TierFloor], peak_Bps: float) -> LinkTerm:
+    """What one tier of the busiest rank's link needs at least: each direction carries all its bytes (sends out,
+    receives in), and ops that depend on one another cannot overlap, so a chain of them carries each op's busier
+    direction in turn; the longer of the two. Ops of a hand-written workload run in order: the sum."""
+    chain_s = _chain_s(ops, [f.seconds for f in floors])
+    chain_bytes = _chain_s(ops, [f.num_bytes for f in floors])
+    sent = sum(f.send_bytes / f.bandwidth_Bps for f in floors if f.seconds)
+    received = sum(f.recv_bytes / f.bandwidth_Bps for f in floors if f.seconds)
     if chain_s >= max(sent, received):
-        return chain_s, chain_bytes
-    busier = [f.send_bytes if sent >= received else f.recv_bytes for _, f in mine if f.seconds]
-    return max(sent, received), sum(busier)
+        seconds, num_bytes = chain_s, chain_bytes
+    else:
+        seconds = max(sent, received)
+        num_bytes = sum(f.send_bytes if sent >= received else f.recv_bytes for f in floors if f.seconds)
+    return LinkTerm(seconds, num_bytes, num_bytes / seconds if seconds else peak_Bps)
 
 
 def _terms(w: Workload, system: System) -> _Terms:
@@ -721,18 +746,15 @@ def _terms(w: Workload, system: System) -> _Terms:
     flops_s = _flops_s(w, system, roof=True)
     total_flops = sum(op.flops for op in w.compute)
     floors = [_link_floor(op, system) for op in w.comm]
-    tiers = {f.tier for f in floors} or {"scale-up"}
-    link = {t: _link_s(w.comm, floors, t) for t in tiers}
-    tier = max(link, key=lambda t: link[t][0])
-    link_s, link_bytes = link[tier]
-    best_peak = max((m.peak_bandwidth_Bps for m in system.available), default=0.0)
+    peaks = {SCALE_UP: max((m.peak_bandwidth_Bps for m in system.available), default=0.0)}
+    if system.network is not None:
+        peaks[SCALE_OUT] = system.network.peak_bandwidth_Bps
+    nothing = _TierFloor(0.0, 0.0, 1.0)
+    link = {t: _link_term(w.comm, [f.tiers.get(t, nothing) for f in floors], peak) for t, peak in peaks.items()}
     return _Terms(
         compute_s=flops_s,
         hbm_s=w.hbm_bytes / system.hbm_bandwidth_Bps,
-        link_s=link_s,
-        link_bytes=link_bytes,
-        link_bandwidth_Bps=link_bytes / link_s if link_s else best_peak,
-        tier=tier,
+        link=link,
         latency_s=_chain_s(w.comm, [f.latency_s for f in floors]),
         flops=total_flops,
         peak_flops=total_flops / flops_s if flops_s else system.peak_flops.get(w.dtype, 0.0),
@@ -807,12 +829,15 @@ def bound(w: Workload, system: System) -> Bound:
                 )
     terms = [_terms(view, system) for view in views]
 
-    def busiest(term: str) -> int:
-        return max(range(len(views)), key=lambda i: getattr(terms[i], term))
+    def busiest(value: Callable[[_Terms], float]) -> int:
+        return max(range(len(views)), key=lambda i: value(terms[i]))
 
-    at = {name: busiest(term) for name, term in (("compute", "compute_s"), ("hbm", "hbm_s"), ("link", "link_s"))}
-    at["latency"] = busiest("latency_s")
-    c, h, li, la = (terms[at[k]] for k in ("compute", "hbm", "link", "latency"))
+    on_tier = {tier: busiest(lambda t, tier=tier: t.link[tier].t_s) for tier in terms[0].link}
+    link_terms = {tier: terms[i].link[tier] for tier, i in on_tier.items()}
+    tier = max(link_terms, key=lambda t: link_terms[t].t_s)  # a tie binds on scale-up, listed first
+    at = {"compute": busiest(lambda t: t.compute_s), "hbm": busiest(lambda t: t.hbm_s), "link": on_tier[tier]}
+    at["latency"] = busiest(lambda t: t.latency_s)
+    c, h, la = (terms[at[k]] for k in ("compute", "hbm", "latency"))
     envelope = _envelope(views) if len(views) > ENVELOPE_AFTER else None
     predictions = _slowest([_predictions(view, system) for view in ((envelope,) if envelope else views)])
     predictions.sort(key=lambda p: p.t_s)
@@ -821,13 +846,14 @@ def bound(w: Workload, system: System) -> Bound:
         system=system,
         t_compute_s=c.compute_s,
         t_hbm_s=h.hbm_s,
-        t_link_s=li.link_s,
+        t_link_s=link_terms[tier].t_s,
         t_latency_s=la.latency_s,
-        link_bytes_per_rank=li.link_bytes,
-        link_bandwidth_Bps=li.link_bandwidth_Bps,
-        link_tier=li.tier,
+        link_bytes_per_rank=link_terms[tier].bytes_per_rank,
+        link_bandwidth_Bps=link_terms[tier].bandwidth_Bps,
+        link_tier=tier,
         peak_flops=c.peak_flops,
         predictions=tuple(predictions),
+        link_terms=link_terms,
         busiest={k: view_ranks[i][0] for k, i in at.items() if view_ranks[i]},
         flops=c.flops,
         hbm_bytes=views[at["hbm"]].hbm_bytes,

@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from .advice import Advice
-from .bound import Bound, Prediction
+from .bound import Bound, LinkTerm, Prediction
 from .collectives import algorithm_bandwidth_Bps, bus_bandwidth_Bps
 from .workload import CommOp, Workload
 
@@ -54,6 +54,10 @@ def _prediction(p: Prediction, w: Workload) -> dict[str, Any]:
         "t_symmetric_s": p.t_symmetric_s,  # NCCL: with buffers registered for its symmetric kernels
         **bandwidths(w, p.t_s),
     }
+
+
+def _link_term(term: LinkTerm) -> dict[str, float]:
+    return {"t_s": term.t_s, "bytes_per_rank": term.bytes_per_rank, "bandwidth_Bps": term.bandwidth_Bps}
 
 
 def _comm(op: CommOp) -> dict[str, Any]:
@@ -122,6 +126,8 @@ def bound_to_dict(b: Bound, advice: Advice | None) -> dict[str, Any]:
         "link_bytes_per_rank": b.link_bytes_per_rank,
         "link_bandwidth_Bps": b.link_bandwidth_Bps,
         "link_tier": b.link_tier,
+        # each tier's term at its own busiest rank: "scale-up", and "scale-out" on more than one node
+        "link_terms": {tier: _link_term(term) for tier, term in b.link_terms.items()},
         "comm": [_comm(op) for op in b.comm],
         "busiest_rank": dict(b.busiest),  # the rank that set each term where ranks differ ({}: every rank alike)
         "uncounted": list(w.uncounted),  # ops that compute but that no FLOP formula prices

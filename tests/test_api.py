@@ -95,6 +95,17 @@ def test_the_bound_object_has_the_json_fields_and_is_frozen():
         b.params["size"] = 1  # type: ignore[index]
 
 
+def test_across_nodes_the_link_term_of_each_tier_is_a_typed_object_as_the_json():
+    b = pkroof.bound("all-reduce", topology="hgx-h100-8", nodes=2, size="1GiB")
+    args = ["bound", "all-reduce", "-t", "hgx-h100-8", "--nodes", "2", "--size", "1GiB", "--json"]
+    cli = json.loads(CliRunner().invoke(app, args).stdout)
+    assert list(b.link_terms) == ["scale-up", "scale-out"]
+    assert all(isinstance(t, pkroof.LinkTerm) for t in b.link_terms.values())
+    assert {f.name for f in dataclasses.fields(pkroof.LinkTerm)} == set(cli["link_terms"]["scale-out"])
+    assert b.to_dict() == cli
+    assert b.terms.link_s == max(t.t_s for t in b.link_terms.values()) == b.link_terms[b.link_tier].t_s
+
+
 def test_a_list_of_sizes_gives_a_list():
     found = pkroof.bound("all-reduce", topology="h200x2", size=pkroof.sizes("1M", "4M", stepfactor=2))
     assert [b.params["size"] for b in found] == [MiB, 2 * MiB, 4 * MiB]

@@ -325,6 +325,60 @@ def test_multi_node_all_reduce_binds_on_the_nic():
     assert faster_nic.t_link_s == pytest.approx(2 * 7 / 8 * S / 400e9)
 
 
+def test_a_two_node_all_reduce_on_hgx_h100_carries_both_tiers_terms_by_hand():
+    # hgx-h100-8 on 2 nodes, 16 ranks: g = 8 a node, N = 2 nodes. The hierarchical all-reduce reduce-scatters S in
+    # the node, all-reduces each GPU's S/8 across the nodes on its own rail, then all-gathers in the node.
+    # Scale-up: NVLS (multimem, at the switch ports' 18 links × 25 GB/s = 450 GB/s) reduce-scatters by sending
+    # 7/8·S and receiving S/8, then all-gathers by sending S/8 and receiving 7/8·S: S each way, at 450 GB/s
+    # (one-shot by SM stores would move 2·7/8·S at no more than 400 GB/s: slower).
+    # Scale-out: a ring all-reduce of S/8 over 2 nodes moves 2·(N−1)/N·S/8 = S/8 each way, at one GPU's share of
+    # its node's NICs: 8 × 400 Gb/s ConnectX-7 over 8 ranks = 50 GB/s.
+    # S/8 at 50 GB/s = S/400e9 is longer than S at 450 GB/s: scale-out binds.
+    from pkroof.topology import resolve
+
+    b = bound(build("all-reduce", 16, size=S), resolve("hgx-h100-8", nodes=2).system(16))
+    up, out = b.link_terms["scale-up"], b.link_terms["scale-out"]
+    assert up.bytes_per_rank == pytest.approx(S) and up.bandwidth_Bps == pytest.approx(450e9)
+    assert up.t_s == pytest.approx(S / 450e9)
+    assert out.bytes_per_rank == pytest.approx(2 * (2 - 1) / 2 * S / 8) and out.bandwidth_Bps == pytest.approx(50e9)
+    assert out.t_s == pytest.approx(S / 8 / 50e9)
+    assert b.link_tier == "scale-out" and b.t_link_s == out.t_s == max(up.t_s, out.t_s)
+    assert b.t_roof_s == pytest.approx(max(b.t_compute_s, b.t_hbm_s, S / 8 / 50e9) + b.t_latency_s)
+
+
+def test_one_node_has_no_scale_out_term_and_a_group_inside_a_node_puts_nothing_on_the_nic():
+    # one node of 8: the scale-up term alone, 2·7/8·S at 400 GB/s (no multimem in this system)
+    one = bound(build("all-reduce", 8, size=S), make_system())
+    assert set(one.link_terms) == {"scale-up"}
+    assert one.link_terms["scale-up"].t_s == pytest.approx(2 * 7 / 8 * S / 400e9) == one.t_link_s
+    # 2 nodes of 8, an all-reduce among 8 ranks of one node: nothing leaves it; the NIC's term is 0, at its 50 GB/s
+    inside = bound(build("all-reduce", 8, size=S), make_system(n=16, per_node=8, net_peak=50e9))
+    out = inside.link_terms["scale-out"]
+    assert (out.t_s, out.bytes_per_rank, out.bandwidth_Bps) == (0.0, 0.0, 50e9)
+    assert inside.link_tier == "scale-up" and inside.t_link_s == pytest.approx(2 * 7 / 8 * S / 400e9)
+
+
+def test_each_tier_carries_the_bytes_of_every_op_that_crosses_it():
+    # 2 nodes of 8 (g = 8, N = 2), SM mechanisms at 400 GB/s, 50 GB/s of NIC per GPU; an all-to-all of S, then an
+    # all-reduce of S, in order.
+    # all-to-all: (N−1)/N·S = S/2 leaves the node; (g−1)/(N·g)·S = 7/16·S stays inside: it binds on the NIC
+    #   (S/2 at 50 GB/s = 10 ps per byte of S, against 7/16·S at 400 GB/s = 1.09 ps).
+    # all-reduce: 2·7/8·S = 1.75·S inside (4.375 ps), S/8 across (2.5 ps): it binds on NVLink.
+    # Each tier is its own link and carries both ops' bytes in turn: scale-up 7/16·S + 1.75·S = 2.1875·S at
+    # 400 GB/s (5.47 ps), scale-out S/2 + S/8 = 0.625·S at 50 GB/s (12.5 ps): t_link is the NIC's, 12.5 ps per byte
+    # of S, more than either op's slower tier alone (10 ps).
+    from pkroof.rooflines import Collective, CommOp, Workload
+
+    ops = (CommOp("a2a", Collective.ALL_TO_ALL, S, 16), CommOp("ar", Collective.ALL_REDUCE, S, 16))
+    b = bound(Workload("two", comm=ops, hbm_bytes=2 * S), make_system(n=16, per_node=8, net_peak=50e9))
+    up, out = b.link_terms["scale-up"], b.link_terms["scale-out"]
+    assert up.bytes_per_rank == pytest.approx((7 / 16 + 2 * 7 / 8) * S)
+    assert up.t_s == pytest.approx((7 / 16 + 2 * 7 / 8) * S / 400e9)
+    assert out.bytes_per_rank == pytest.approx((1 / 2 + 1 / 8) * S)
+    assert out.t_s == pytest.approx((1 / 2 + 1 / 8) * S / 50e9)
+    assert b.link_tier == "scale-out" and b.t_link_s == out.t_s
+
+
 # ---- properties over random systems and shapes ----
 
 systems = st.builds(

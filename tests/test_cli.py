@@ -170,6 +170,23 @@ def test_multi_node_world_size_and_nodes():
     assert out["link_tier"] == "scale-out"
 
 
+def test_bound_on_two_nodes_shows_the_scale_up_and_the_scale_out_term():
+    # hgx-h100-8 × 2, 1 GiB all-reduce (derivation: tests/test_bound.py, the two-node all-reduce): inside the node
+    # NVLS moves S each way at 450 GB/s; across, each rail all-reduces S/8 over 2 nodes, 2·(1/2)·S/8 = S/8 at the
+    # GPU's 50 GB/s of NIC. S/8 at 50 GB/s (2.68 ms) is the longer: scale-out binds.
+    args = ["bound", "all-reduce", "-t", "hgx-h100-8", "--nodes", "2", "--size", "1GiB"]
+    out = _json(*args)
+    up, net = out["link_terms"]["scale-up"], out["link_terms"]["scale-out"]
+    assert up["bytes_per_rank"] == pytest.approx(GiB) and up["bandwidth_Bps"] == pytest.approx(450e9)
+    assert net["bytes_per_rank"] == pytest.approx(GiB / 8) and net["t_s"] == pytest.approx(GiB / 8 / 50e9)
+    assert out["terms"]["link_s"] == net["t_s"] and out["link_tier"] == "scale-out"
+    text = runner.invoke(app, args).stdout
+    assert "scale-up 1 GiB per rank at 450 GB/s = 2.39 ms, scale-out 128 MiB per rank at 50 GB/s = 2.68 ms" in text
+    assert "(scale-out binds)" in text
+    one = _json("bound", "all-reduce", "-t", "hgx-h100-8", "--size", "1GiB")
+    assert list(one["link_terms"]) == ["scale-up"] and one["link_terms"]["scale-up"]["t_s"] == one["terms"]["link_s"]
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [

@@ -18,6 +18,7 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (Debian
 from typer.testing import CliRunner  # noqa: E402
 
 from pkroof.cli import app  # noqa: E402
+from pkroof.topology import dumps, resolve  # noqa: E402
 
 HERE = Path(__file__).parent
 SCREENSHOTS = HERE.parent / "artifacts" / "screenshots"
@@ -40,7 +41,8 @@ PAGES = {  # page type → its file in the report
     "problem-collective": "problem-all-reduce.html",
     "problem-gemm": "problem-gemm-reduce-scatter.html",
     "problem-user-file": None,  # the hostile user problem's page, found by glob
-    "problem-analytic": "presets/hgx-h100-8/problem-gemm-all-reduce.html",
+    "problem-analytic": "presets/hgx-h100-8/problem-gemm-all-reduce.html",  # with its crossover chart
+    "problem-two-nodes": None,  # a record measured on 2 nodes: both tiers in its bound table
     "index-analytic": "presets/gb200-nvl72/index.html",
     "topology-probed": "topology.html",
     "topology-preset": "presets/hgx-h100-8/topology.html",
@@ -122,14 +124,25 @@ def report(tmp_path_factory):
     user = base / "user"
     done = CliRunner().invoke(app, ["report", str(results), "--out", str(user), "--topology", "h200x2"])
     assert done.exit_code == 0, done.output
-    return main, user
+    nodes = base / "nodes"
+    two = {k: v for k, v in record("reference", 4e-3).items() if k != "workload"}  # a suite problem: rebuilt
+    two |= {"problem": "all-reduce", "shape": "small size=1 GiB", "params": {"size_bytes": 2**30}, "world_size": 16}
+    two |= {"nodes": 2, "ranks_per_node": 8, "topology": {"name": "hgx-h100-8@2"}}
+    (base / "two-nodes.jsonl").write_text(json.dumps(two) + "\n")
+    (base / "two-nodes.json").write_text(dumps(resolve("hgx-h100-8", nodes=2)))
+    args = ["report", str(base / "two-nodes.jsonl"), "--out", str(nodes), "--topology", str(base / "two-nodes.json")]
+    done = CliRunner().invoke(app, args)
+    assert done.exit_code == 0, done.output
+    return main, user, nodes
 
 
 def _page(report, kind: str) -> Path:
-    main, user = report
+    main, user, nodes = report
     if kind == "problem-user-file":
         (page,) = user.glob("problem-*.html")  # the one problem there; its name is cut short under a long checkout path
         return page
+    if kind == "problem-two-nodes":
+        return nodes / "problem-all-reduce.html"
     return main / PAGES[kind]
 
 
