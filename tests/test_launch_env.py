@@ -206,3 +206,12 @@ def test_a_rank_still_starting_is_not_lost_but_one_that_stops_beating_is(monkeyp
     with pytest.raises(LostError, match="rank 2 is gone: no heartbeat for 10 s"):
         leader.check()
     assert "rank 2 is gone" in store.get("abort").decode()  # rank 0 says it to every rank
+
+
+def test_a_launched_records_topology_name_resolves():
+    # records of a job on 2 nodes of hgx-h100-8 joined by its NICs name "hgx-h100-8@2": that name is the topology
+    topo = resolve("hgx-h100-8@2")
+    assert (topo.name, topo.nodes, topo.gpus_per_node) == ("hgx-h100-8@2", 2, 8)
+    assert resolve("hgx-h100-8@2", nodes=4).nodes == 4
+    with pytest.raises(ValueError, match="unknown topology 'hgx-h100-8@two'"):
+        resolve("hgx-h100-8@two")

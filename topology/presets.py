@@ -1008,8 +1008,12 @@ def preset(name: str) -> Topology:
 
 
 def resolve(name_or_path: str, *, nodes: int | None = None) -> Topology:
-    """A preset by name, else a topology JSON file; then `nodes` copies of it if asked."""
+    """A preset by name ("NAME@N": N of its nodes, as records of a launched job name it), else a topology JSON file;
+    then `nodes` copies of it if asked."""
     looks_like_file = name_or_path.endswith(".json") or "/" in name_or_path or Path(name_or_path).is_file()
+    base, _, count = name_or_path.partition("@")
+    if not looks_like_file and base in PRESETS and count.isdigit() and int(count) >= 1:
+        return preset(base).with_nodes(nodes if nodes is not None else int(count))
     topology = load(name_or_path) if looks_like_file else preset(name_or_path)
     if nodes is not None:
         if nodes < 1:
