@@ -384,9 +384,7 @@ def profile(
     except ValueError as e:
         _fail(str(e))
     except JobLostError as e:  # a launched job lost a rank, or rank 0 ended it: every rank still there says so
-        _echo(
-            f"pkroof: the launched job ends: {e}; what was measured is in {out / 'results.jsonl'} on rank 0", err=True
-        )
+        _echo(f"pkroof: the launched job ends: {e}; rank 0's {out / 'results.jsonl'} keeps what it measured", err=True)
         raise typer.Exit(1) from None
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (TerminatedError) while ranks ran: they were stopped
         _echo(f"pkroof: stopped, and its ranks with it; what was measured is in {out / 'results.jsonl'}", err=True)

@@ -10,10 +10,12 @@ everywhere (JobLostError), with what was measured already written.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pkroof.runtime.launch import STARTUP_S
@@ -119,8 +121,8 @@ def job_topology(topo: Topology, nodes: int | None, place: Placement, log: Calla
             raise ValueError(f"the launch runs on {place.nodes} nodes; {topo.name} has {topo.nodes}")
         topo = topo.with_nodes(place.nodes)
         log(
-            f"topology: {topo.name}, {place.nodes} of its node joined by its NICs (--nodes {place.nodes} says the "
-            "same; a probe under the same launch measures the network)"
+            f"{place.nodes} of {topo.name.split('@')[0]}'s node joined by its NICs for the job's {place.nodes} nodes "
+            f"(--nodes {place.nodes} says the same; a probe under the same launch measures the network)"
         )
     topo.system(place.nodes * place.ranks_per_node, place.ranks_per_node)  # ranks a node beyond its GPUs: refused
     return topo
@@ -166,10 +168,47 @@ def run_launched(control: Control, job: Job, timeout_s: float) -> tuple[dict[str
 
 
 def follow(control: Control) -> None:
-    """A rank other than 0: run each job rank 0 announces until it says the end; a lost job is JobLostError."""
+    """A rank other than 0: run each job rank 0 announces until it says the end, answering its questions (the
+    files it will run, as this node has them); a lost job is JobLostError."""
     try:
         while (said := control.next_job()) is not None:
+            if "ask" in said:
+                control.answer(_differences(said["ask"]["files"]))
+                continue
             job = Job(**said["job"])
             control.run(_job, (job,), backend=job.backend, timeout_s=said["timeout_s"])
     except LostError as e:
         raise JobLostError(str(e)) from None
+
+
+def file_hashes(paths: list[str]) -> dict[str, str]:
+    """Each file's SHA-256 here ('' where it cannot be read)."""
+    out = {}
+    for path in paths:
+        try:
+            out[path] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        except OSError:
+            out[path] = ""
+    return out
+
+
+def _differences(expected: dict[str, str]) -> list[str]:
+    """The files rank 0 will run that this node has not, or has with other bytes: one line each."""
+    here = file_hashes(list(expected))
+    missing = [f"{p}: not on this node" for p, h in here.items() if not h]
+    return missing + [f"{p}: other bytes than rank 0's" for p, h in here.items() if h and h != expected[p]]
+
+
+def check_files(control: Control, paths: list[str]) -> None:
+    """Rank 0: every node has the problem and implementation files it will run, with rank 0's bytes (a shared
+    file system); a ValueError of one line naming the first rank and file that differ otherwise."""
+    if not paths:
+        return
+    try:
+        answers = control.ask({"files": file_hashes(paths)})
+    except LostError as e:
+        raise JobLostError(str(e)) from None
+    for rank, lines in enumerate(answers, 1):
+        if lines:
+            more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+            raise ValueError(f"rank {rank}{control.where(rank)}: {lines[0]}{more}: every node runs the same files")

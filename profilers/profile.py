@@ -23,7 +23,7 @@ from . import records
 from .analysis import NeedsDataError, ProblemAnalysis, analyze, has_torch
 from .evaluate import derive
 from .isolated import PRELOAD
-from .launched import JobLostError, Placement, follow, job_topology, join, placement, run_launched
+from .launched import JobLostError, Placement, check_files, follow, job_topology, join, placement, run_launched
 from .run import Job, check_builtin, check_impl_spec, finish, resolve_impl, run_job
 
 REFERENCE_PAIR = {"mechanism": "nccl", "schedule": "serial"}  # PyTorch + torch.distributed: compute, then NCCL
@@ -313,7 +313,9 @@ def profile(
             topo = job_topology(resolve(topology), nodes, place, log)
             written = _profile(problems, impls, place, topo, out_dir, timeout_s, resume, log, control, **asked)
         except BaseException as e:
-            control.abort(f"rank 0 ended the job: {(str(e).strip().splitlines() or [type(e).__name__])[0]}")
+            if not isinstance(e, JobLostError):
+                control.abort(f"rank 0 ended the job: {(str(e).strip().splitlines() or [type(e).__name__])[0]}")
+            control.linger(control.lost_s)
             raise
         control.finish()
         return written
@@ -386,6 +388,9 @@ def _profile(
             if impl not in user_impls:
                 check_builtin(prepared[-1].problem_name, impl)  # the reference or a built-in: pkroof's own code
 
+    if control is not None:  # every node must have the files it will run, as rank 0 has them
+        files = [prep.name for prep in prepared if is_file(prep.name) and not is_suite_problem(prep.name)]
+        check_files(control, list(dict.fromkeys(files + [canonical_impl(i).rpartition(":")[0] for i in user_impls])))
     path = out_dir / "results.jsonl"
     existing, unreadable = records.read(path) if resume else ([], [])
     for line in unreadable:
@@ -393,7 +398,9 @@ def _profile(
     done = {records.key(r): r for r in _reusable(existing, topo, log)}
     if control is not None:
         hosts = ", ".join(place.hosts)
-        log(f"launched by {place.launcher}: {place.nodes} nodes of {place.ranks_per_node} ranks ({hosts})")
+        nodes = f"{place.nodes} node{'s' * (place.nodes > 1)} of {place.ranks_per_node}"
+        nodes += f" rank{'s' * (place.ranks_per_node > 1)}"
+        log(f"launched by {place.launcher}: {nodes} ({hosts})")
     if backend == "gloo":
         where = place.why_gloo or f"no {world} GPUs here"
         log(f"{where}: {world} CPU ranks over gloo check correctness; their times are CPU times")
@@ -422,6 +429,9 @@ def _profile(
                     {"problem": name, "shape": job.shape, "params": run.params, "impl": impl, "world_size": world}
                     | place.fields
                 )
+                if key in done and done[key].get("problem_sha256") not in (None, run.fields.get("problem_sha256")):
+                    log(f"{name}: its file changed since {impl} was recorded: measured again")
+                    del done[key]
                 if key in done:
                     row = derive(done[key], pa, reference_s) if pa else done[key]
                     log(f"{_row(row)}  (recorded)")

@@ -43,6 +43,10 @@ RECORD_COLUMNS = (
     "shape",
     "impl",
     "world_size",
+    "nodes",
+    "ranks_per_node",
+    "launcher",
+    "hosts",
     "status",
     "mechanism",
     "schedule",
@@ -80,6 +84,12 @@ def _record_row(record: Mapping[str, Any]) -> dict[str, Any]:
     row |= {name: _number(record.get(name)) for name in NUMBERS}
     world = _number(record.get("world_size"))
     row["world_size"] = pd.NA if math.isnan(world) else int(world)
+    nodes, per_node = _number(record.get("nodes", 1)), _number(record.get("ranks_per_node", record.get("world_size")))
+    row["nodes"] = pd.NA if math.isnan(nodes) else int(nodes)  # a launched job's placement; one node otherwise
+    row["ranks_per_node"] = pd.NA if math.isnan(per_node) else int(per_node)
+    row["launcher"] = _text(record.get("launcher"))
+    hosts = record.get("hosts")
+    row["hosts"] = " ".join(map(str, hosts)) if isinstance(hosts, list) else ""
     for name in ("median_s", "p10_s", "p90_s", "t_roof_s"):  # a time that is not positive was never measured
         if not row[name] > 0:
             row[name] = math.nan
@@ -91,7 +101,8 @@ def _record_row(record: Mapping[str, Any]) -> dict[str, Any]:
 def records_frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per result record (profilers/records.py), the environment flattened into columns."""
     frame = pd.DataFrame([_record_row(r) for r in records], columns=list(RECORD_COLUMNS))
-    frame["world_size"] = frame["world_size"].astype("Int64")
+    for name in ("world_size", "nodes", "ranks_per_node"):
+        frame[name] = frame[name].astype("Int64")
     return frame
 
 

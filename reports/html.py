@@ -282,7 +282,9 @@ median</th>
 the power policy held the clock down">SM clock</th>{% if failed %}<th>message</th>{% endif %}</tr></thead><tbody>
 {% for r in rows %}<tr>
 <td class="mono impl">{{ r.impl }}</td><td class="shape" data-sort="{{ r._order }}">{{ r.shape|text }}</td>
-<td class="num">{{ r.world_size|text }}</td>
+<td class="num">{{ r.world_size|text }}{% if r.nodes is number and r.nodes > 1 %}<br><span class="na"
+title="nodes × ranks a node{% if r.launcher %}, launched by {{ r.launcher }}: {{ r.hosts }}{% endif %}">
+{{ r.nodes }} × {{ r.ranks_per_node }}</span>{% endif %}</td>
 <td class="status-{{ r.status }}">{{ r.status|text }}{% if r.backend == "gloo" %}
 <span class="pill cpu" title="CPU ranks over gloo: a CPU time">CPU</span>{% endif %}</td>
 <td class="num" data-sort="{{ r.median_s|sort_key }}">{{ r.median_s|seconds }}{% if r.median_s %}<br>

@@ -88,6 +88,7 @@ def _store_address(env: dict[str, str], launcher: str) -> tuple[str, int]:
             if launcher == "srun"
             else "torchrun sets them; set them by hand when setting RANK and WORLD_SIZE yourself"
         )
+        how = how.replace("them", "it") if len(missing) == 1 else how
         raise ValueError(f"a launched pkroof profile needs {' and '.join(missing)}: {how}")
     return env["MASTER_ADDR"], _int(env, "MASTER_PORT")
 
@@ -129,19 +130,34 @@ class Outcome:
     details: str = ""
     exitcode: int | None = None
     phase: str = ""
-    order: int = 0  # when it was said, among the job's outcomes
+    order: int = 0  # when its control first saw it, among the job's outcomes
+    raised_ns: int = 0  # when the rank wrote its error (its clock: nodes' clocks agree to NTP's milliseconds)
 
 
 PRIORITY = {"failed": 0, "timeout": 1, "startup": 2, "stopped": 3}
+# what a rank raises when a peer died or raised first: gloo's and NCCL's words for a broken connection
+ECHOES = ("connection reset by peer", "connection closed by peer", "broken pipe", "remote process exited",
+          "communicator was aborted", "socket closed", "read error", "connection refused")  # fmt: skip
+
+
+def echo(outcome: Outcome) -> bool:
+    """Whether a failure reads as the symptom of a peer's (the connection to it broke), not a cause of its own."""
+    return outcome.kind == "failed" and any(e in outcome.message.lower() for e in ECHOES)
 
 
 def first_failure(outcomes: list[Outcome]) -> Outcome | None:
     """The outcome to record where ranks failed: a rank that died without saying why (a signal, os._exit) first,
-    since its peers then raise on the broken connection and would hide it; then the first to raise; then a hang."""
+    since its peers then raise on the broken connection and would hide it; then the first to raise a cause of its
+    own (a broken connection is a peer's symptom), by when it raised; then a hang; a rank stopped last."""
     bad = [o for o in outcomes if o.kind != "ok"]
     if not bad:
         return None
-    return min(bad, key=lambda o: (PRIORITY[o.kind], bool(o.message) and o.kind == "failed", o.order, o.rank))
+
+    def key(o: Outcome) -> tuple:
+        raised = bool(o.message) and o.kind == "failed"
+        return (PRIORITY[o.kind], raised, echo(o), o.raised_ns or o.order, o.order, o.rank)
+
+    return min(bad, key=key)
 
 
 def _child_main(
@@ -170,6 +186,8 @@ class Control:
         self._stop = threading.Event()
         self._seen: dict[int, tuple[int, float]] = {}  # rank → (its last counter, when it last changed here)
         self._looked = 0.0  # when check() last read the heartbeats
+        self._order = 0  # the current job's order number, once this rank's failure was seen
+        self._parent = os.getppid()  # the launcher's process here (torchrun's agent, slurmstepd)
         self._beat = threading.Thread(target=self._beats, daemon=True)
 
     @classmethod
@@ -217,7 +235,10 @@ class Control:
                 return  # the store is gone: the main thread finds out on its next call
 
     def close(self) -> None:
+        """Stop the heartbeat and wait for it (a thread left inside a store call at exit can abort the process)."""
         self._stop.set()
+        if self._beat.is_alive():
+            self._beat.join(timeout=5)
 
     # --- who is still there -----------------------------------------------------------------------------------
     def _watched(self) -> list[int]:
@@ -228,11 +249,15 @@ class Control:
         """Raise LostError where the job cannot go on: an abort was said, or a watched rank's heartbeat stopped for
         `lost_s` (rank 0 then says the abort for everyone)."""
         if self._has("abort"):
-            raise LostError(str(self._get("abort")))
+            why = str(self._get("abort"))
+            with contextlib.suppress(LostError):
+                self._set(f"bye/{self.launch.rank}", True)  # read: rank 0, which may serve the store, can leave
+            raise LostError(why)
         now = time.monotonic()
         if now - self._looked < BEAT_S:
             return
         self._looked = now
+        silent: dict[int, float] = {}  # rank → since when it has been silent, for those past lost_s
         for r in self._watched():
             count = self._add(f"beat/{r}", 0)
             last = self._seen.get(r)
@@ -241,10 +266,18 @@ class Control:
             if last is None or last[0] != count:
                 self._seen[r] = (count, now)
             elif now - last[1] > self.lost_s:
-                why = f"rank {r}{self.where(r)} is gone: no heartbeat for {self.lost_s:g} s (killed, or its node lost)"
-                if self.launch.rank == 0:
-                    self.abort(why)
-                raise LostError(why)
+                silent[r] = last[1]
+        if self.launch.launcher != "env" and os.getppid() != self._parent:  # torchrun's agent or srun's step died
+            me = self.launch.rank
+            why = f"rank {me}{self.where(me)}: its {self.launch.launcher} (process {self._parent}) is gone"
+            self.abort(why)
+            raise LostError(why)
+        if silent:
+            r = min(silent, key=lambda k: (silent[k], k))  # the first to fall silent: its node's others follow it
+            why = f"rank {r}{self.where(r)} is gone: no heartbeat for {self.lost_s:g} s (killed, or its node lost)"
+            if self.launch.rank == 0:
+                self.abort(why)
+            raise LostError(why)
 
     def where(self, rank: int) -> str:
         """' (node 1, gpu-b07)' for a rank that said hello, else ''."""
@@ -290,22 +323,43 @@ class Control:
 
     def next_job(self) -> dict[str, Any] | None:
         """A rank other than 0: the next job rank 0 announced, or None at the end (said back: rank 0 may serve the
-        store, and waits for every rank to have read it before it leaves)."""
+        store, and waits for every rank to have read it before it leaves). A question (ask) is answered first."""
         said = self._wait_for(f"job/{self.jobs}")
         if said.get("end"):
             self._set(f"bye/{self.launch.rank}", True)
             return None
+        if "ask" in said:
+            return {"ask": said["ask"]}
         return said["job"]
+
+    def ask(self, question: dict[str, Any]) -> list[Any]:
+        """Rank 0: a question every other rank answers (answer()), their answers in rank order."""
+        n, self.jobs = self.jobs, self.jobs + 1
+        self._set(f"job/{n}", {"ask": question})
+        return [self._wait_for(f"answer/{n}/{r}") for r in range(1, self.launch.world)]
+
+    def answer(self, value: Any) -> None:
+        """A rank other than 0: its answer to the question next_job() returned."""
+        n, self.jobs = self.jobs, self.jobs + 1
+        self._set(f"answer/{n}/{self.launch.rank}", value)
 
     def finish(self, wait_s: float = 60.0) -> None:
         """Rank 0: no more jobs; return once every other rank has read so (or `wait_s` passed, or a rank is gone)."""
         self.announce(None)
+        self.linger(wait_s)
+
+    def linger(self, wait_s: float) -> None:
+        """Rank 0, after the end or an abort: wait until every other rank has said it read it (bye), `wait_s` at
+        most: under srun rank 0 serves the store, and leaving first would make the others read a lost store."""
         start = time.monotonic()
-        with contextlib.suppress(LostError):
-            for r in range(1, self.launch.world):
-                while not self._has(f"bye/{r}") and time.monotonic() - start < wait_s:
-                    self.check()
-                    time.sleep(POLL_S)
+        for r in range(1, self.launch.world):
+            while time.monotonic() - start < wait_s:
+                try:
+                    if self._has(f"bye/{r}"):
+                        break
+                except LostError:
+                    return
+                time.sleep(POLL_S)
 
     def run(
         self, fn: Callable, args: tuple, *, backend: str, timeout_s: float, startup_s: float = STARTUP_S
@@ -314,6 +368,7 @@ class Control:
         others return with their own alone) and this rank's return value (None unless "ok")."""
         job = self.jobs
         self.jobs += 1
+        self._order = 0
         reap_stale_folders()
         with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-launched-") as folder:
             with stopped_by_signals():
@@ -325,7 +380,7 @@ class Control:
                 finally:
                     stop_ranks(procs)
             value = pickle.loads(Path(folder, "0.pickle").read_bytes()) if mine.kind == "ok" else None
-        mine.order = self._add(f"out/{job}/order", 1)
+        mine.order = self._order or self._add(f"out/{job}/order", 1)
         self._set(f"out/{job}/{self.launch.rank}", mine.__dict__)
         if self.launch.rank != 0:
             return [mine], value
@@ -347,12 +402,13 @@ class Control:
             self.check()
             failure = _failed(procs, folder)
             if failure is not None and not procs[0].is_alive():
+                self._order = self._order or self._add(f"out/{job}/order", 1)  # seen now, posted after the grace
                 if failure.message and failure.exitcode is not None and failure.exitcode > 0:
                     raised_at = raised_at or time.monotonic()
                     if self._others_failed(job) is None and time.monotonic() - raised_at < CAUSE_GRACE_S:
                         time.sleep(POLL_S)
                         continue
-                return _failed_outcome(rank, failure)
+                return _failed_outcome(rank, failure, folder)
             if not procs[0].is_alive():
                 return Outcome(rank, "ok")
             other = self._others_failed(job)
@@ -367,5 +423,7 @@ class Control:
             time.sleep(POLL_S)
 
 
-def _failed_outcome(rank: int, failure: RankFailedError) -> Outcome:
-    return Outcome(rank, "failed", failure.message or failure.how, failure.details, failure.exitcode)
+def _failed_outcome(rank: int, failure: RankFailedError, folder: Path) -> Outcome:
+    error = folder / "0.error"
+    raised = error.stat().st_mtime_ns if error.exists() else 0
+    return Outcome(rank, "failed", failure.message or failure.how, failure.details, failure.exitcode, raised_ns=raised)

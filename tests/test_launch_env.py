@@ -43,7 +43,7 @@ def test_nothing_launched_and_a_one_rank_job_are_a_plain_local_profile():
 @pytest.mark.parametrize(
     "env, says",
     [
-        ({k: v for k, v in SRUN.items() if k != "MASTER_ADDR"}, "needs MASTER_ADDR: export them in the batch script"),
+        ({k: v for k, v in SRUN.items() if k != "MASTER_ADDR"}, "needs MASTER_ADDR: export it in the batch script"),
         (TORCHRUN | {"RANK": "four"}, "RANK='four' is not a whole number"),
         (TORCHRUN | {"RANK": "4"}, "rank 4 is outside a job of 4 ranks"),
     ],
@@ -108,7 +108,7 @@ def test_the_job_is_bounded_on_its_own_nodes():
     place = Placement(2, 2, "nccl", ("a", "b"), "torchrun")
     lines: list[str] = []
     assert job_topology(resolve("hgx-h100-8"), None, place, lines.append).name == "hgx-h100-8@2"
-    assert "joined by its NICs" in lines[0]  # said, not silent
+    assert "joined by its NICs for the job's 2 nodes" in lines[0]  # said, not silent
     assert job_topology(resolve("hgx-h100-8"), 2, place, lines.append).nodes == 2
     with pytest.raises(ValueError, match="--nodes 4, but the launch runs on 2 nodes"):
         job_topology(resolve("hgx-h100-8"), 4, place, lines.append)
@@ -215,3 +215,35 @@ def test_a_launched_records_topology_name_resolves():
     assert resolve("hgx-h100-8@2", nodes=4).nodes == 4
     with pytest.raises(ValueError, match="unknown topology 'hgx-h100-8@two'"):
         resolve("hgx-h100-8@two")
+
+
+def test_a_peers_broken_connection_is_not_taken_for_the_cause():
+    # rank 3 raised its own error; rank 2's gloo read failed when rank 3's process left, and its control happened to
+    # see that first (order 1): the record names rank 3, whose error is not a broken connection's
+    outcomes = [
+        Outcome(2, "failed", "RuntimeError: [pair.cc:537] Read error: Connection reset by peer", exitcode=1, order=1),
+        Outcome(3, "failed", "RuntimeError: boom on rank 3", exitcode=1, order=2),
+        Outcome(0, "stopped", "stopped: rank 2 failed first", order=3),
+    ]
+    assert first_failure(outcomes).rank == 3
+    # two causes of their own: the one raised first (the error file's time), whatever order their controls said them
+    a = Outcome(1, "failed", "ValueError: a", exitcode=1, order=1, raised_ns=2_000)
+    b = Outcome(2, "failed", "ValueError: b", exitcode=1, order=2, raised_ns=1_000)
+    assert first_failure([a, b]).rank == 2
+
+
+def test_every_node_must_run_rank_0s_files(tmp_path):
+    from pkroof.profilers.launched import _differences, check_files, file_hashes
+
+    here = tmp_path / "impl.py"
+    here.write_text("def f(x):\n    return x\n")
+    expected = file_hashes([str(here), str(tmp_path / "gone.py")])
+    assert expected[str(tmp_path / "gone.py")] == ""  # rank 0 itself lacks it: the check is of the others
+    expected[str(tmp_path / "gone.py")] = "0" * 64
+    here.write_text("def f(x):\n    return x + 1\n")  # this node's copy differs from rank 0's
+    lines = _differences(expected)
+    assert lines == [f"{tmp_path / 'gone.py'}: not on this node", f"{here}: other bytes than rank 0's"]
+    control = SimpleNamespace(ask=lambda _: [[], lines], where=lambda r: " (node 1, b)")
+    with pytest.raises(ValueError, match=r"rank 2 \(node 1, b\): .*gone.py: not on this node \(and 1 more\)"):
+        check_files(control, [str(here)])
+    check_files(SimpleNamespace(ask=lambda _: [[], []], where=lambda r: ""), [str(here)])  # the same everywhere

@@ -48,7 +48,7 @@ def test_rank_0_alone_writes_one_file_of_world_size_4_on_2_nodes(faults):
         assert len(r["hosts"]) == 2
         assert r["topology"]["name"].endswith("@2")  # a one-node topology joined twice: the job's two nodes
     assert not list(launch.tmp.glob("out*/**/results.jsonl"))[1:]  # one results file: node 1 wrote none
-    assert "topology:" in launch.log(0)
+    assert "joined by its NICs for the job's 2 nodes" in launch.log(0)
 
 
 def test_right_answers_are_timed_on_every_rank(faults):
