@@ -294,3 +294,24 @@ def test_what_an_implementation_prints_goes_to_stderr_not_into_the_table(tmp_pat
     assert done.returncode == 0, done.stderr
     assert "chatty rank" not in done.stdout and "chatty rank 0" in done.stderr and "chatty rank 1" in done.stderr
     assert any("prints_to_stdout" in line and "correct" in line for line in done.stdout.splitlines())
+
+
+def test_resume_measures_again_what_an_older_version_of_the_problem_file_recorded(tmp_path):
+    import shutil
+
+    problem = tmp_path / "mine.py"
+    shutil.copy(PROBLEM, problem)
+
+    def run(resume: bool):
+        lines: list[str] = []
+        kw = dict(world_size=2, shape=None, overrides={}, out_dir=tmp_path / "out", timeout_s=20, topology="h200x2")
+        return profile([str(problem)], impls=[], resume=resume, log=lines.append, **kw), lines
+
+    first, _ = run(False)
+    again, _ = run(True)
+    assert len(first) == 1 and again == []  # the same file: recorded, not run again
+    problem.write_text(problem.read_text() + "\n# edited: the reference may compute something else now\n")
+    third, lines = run(True)
+    assert [r["impl"] for r in third] == ["reference"]
+    assert third[0]["problem_sha256"] != first[0]["problem_sha256"]
+    assert any("its file changed since reference was recorded: measured again" in line for line in lines)
