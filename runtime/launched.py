@@ -272,12 +272,21 @@ class Control:
             why = f"rank {me}{self.where(me)}: its {self.launch.launcher} (process {self._parent}) is gone"
             self.abort(why)
             raise LostError(why)
-        if silent:
-            r = min(silent, key=lambda k: (silent[k], k))  # the first to fall silent: its node's others follow it
-            why = f"rank {r}{self.where(r)} is gone: no heartbeat for {self.lost_s:g} s (killed, or its node lost)"
+        if silent:  # those silent within one look of each other all went (a node's agent stops its other ranks)
+            first = min(silent.values())
+            gone = sorted(r for r, since in silent.items() if since - first <= BEAT_S)
+            who = f"rank {gone[0]}{self.where(gone[0])} is" if len(gone) == 1 else self._ranks(gone) + " are"
+            why = f"{who} gone: no heartbeat for {self.lost_s:g} s (killed, or its node lost)"
             if self.launch.rank == 0:
                 self.abort(why)
             raise LostError(why)
+
+    def _ranks(self, ranks: list[int]) -> str:
+        """'ranks 2, 3 (node 1, gpu-b07)' where they share a node, else each with its own."""
+        places = {self.where(r) for r in ranks}
+        if len(places) == 1:
+            return f"ranks {', '.join(map(str, ranks))}{places.pop()}"
+        return "ranks " + ", ".join(f"{r}{self.where(r)}" for r in ranks)
 
     def where(self, rank: int) -> str:
         """' (node 1, gpu-b07)' for a rank that said hello, else ''."""

@@ -247,3 +247,21 @@ def test_every_node_must_run_rank_0s_files(tmp_path):
     with pytest.raises(ValueError, match=r"rank 2 \(node 1, b\): .*gone.py: not on this node \(and 1 more\)"):
         check_files(control, [str(here)])
     check_files(SimpleNamespace(ask=lambda _: [[], []], where=lambda r: ""), [str(here)])  # the same everywhere
+
+
+def test_ranks_that_fall_silent_together_are_named_together(monkeypatch):
+    from pkroof.runtime import launched as module
+    from pkroof.runtime.launched import Control, LostError
+
+    clock = [1000.0]
+    monkeypatch.setattr(module.time, "monotonic", lambda: clock[0])
+    store = _Store()
+    for r, node in ((1, "0"), (2, "1"), (3, "1")):
+        store.set(f"hello/{r}", f'{{"node": "{node}", "host": "h{node}"}}')
+        store.add(f"beat/{r}", 1)
+    leader = Control(launched(TORCHRUN | {"RANK": "0", "LOCAL_RANK": "0", "GROUP_RANK": "0"}), store, lost_s=10)
+    leader.check()  # every rank seen beating at t = 1000
+    store.add("beat/1", 1)
+    clock[0] += 10.6  # ranks 2 and 3 (node 1: its agent stopped rank 3 as rank 2 died) silent since 1000; rank 1 not
+    with pytest.raises(LostError, match=r"^ranks 2, 3 \(node 1, h1\) are gone: no heartbeat for 10 s"):
+        leader.check()

@@ -118,10 +118,10 @@ def test_a_rank_whose_process_is_killed_ends_the_job_on_both_nodes_within_the_ti
     rows = launch.records()
     assert [r["impl"].rpartition(":")[2] for r in rows] == ["reference", "correct", "waits_on_node_1"]
     lost = rows[-1]
-    assert (
-        lost["status"] == "crashed" and lost["message"].startswith("rank 2 (node 1,") and "is gone" in lost["message"]
-    )
-    assert "the launched job ends: rank 2 (node 1," in launch.log(0)
+    # node 1's agent stops rank 3 within a heartbeat of rank 2's death: both may be named, rank 2 first
+    named = ("rank 2 (node 1,", "ranks 2, 3 (node 1,")
+    assert lost["status"] == "crashed" and lost["message"].startswith(named) and "gone" in lost["message"]
+    assert any(f"the launched job ends: {n}" in launch.log(0) for n in named)
     assert marked(launch.mark) == []
 
 
