@@ -310,11 +310,20 @@ def test_the_suite_all_reduce_returning_its_input_after_the_checks_is_incorrect(
 # --- pkroof itself killed or interrupted: the ranks and everything they started die with it ------------------------
 
 
+def _default_signals() -> None:
+    """In the child before it runs pkroof: the signals this section sends take their default action, whatever the
+    suite inherited (under nohup SIGHUP is ignored, and a background job of a script ignores SIGINT; pkroof, rightly,
+    leaves an ignored signal ignored)."""
+    for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(s, signal.SIG_DFL)
+
+
 def _pkroof(args: list[str], tmp_path: Path, **env: str) -> subprocess.Popen:
     log = (tmp_path / "stderr").open("w")  # a file, not a pipe: a process left behind would hold a pipe open
     return subprocess.Popen(
-        [sys.executable, "-m", "pkroof", *args], stdout=log, stderr=log, env=os.environ | env, cwd=tmp_path
-    )
+        [sys.executable, "-m", "pkroof", *args], stdout=log, stderr=log, env=os.environ | env, cwd=tmp_path,
+        preexec_fn=_default_signals,
+    )  # fmt: skip
 
 
 def _wait_for(pids: Path, count: int, pkroof: subprocess.Popen, tmp_path: Path) -> list[int]:

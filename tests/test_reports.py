@@ -66,7 +66,12 @@ def _records() -> list[dict]:
 def test_records_frame_one_row_per_record_with_numbers_coerced():
     frame = frames.records_frame(_records())
     assert len(frame) == 7
-    assert list(frame.columns[:5]) == ["problem", "shape", "impl", "world_size", "status"]
+    assert list(frame.columns[:9]) == [
+        "problem", "shape", "impl", "world_size", "nodes", "ranks_per_node", "launcher", "hosts", "status"
+    ]  # fmt: skip
+    # none of these records says a placement: one node of all its ranks, pkroof's own (no launcher, no hosts)
+    assert list(frame["nodes"]) == [1] * 7 and list(frame["ranks_per_node"]) == list(frame["world_size"])
+    assert set(frame["launcher"]) == {""} and set(frame["hosts"]) == {""}
     assert list(frame["status"]) == ["correct", "correct", "incorrect", "correct", "timeout", "crashed", "correct"]
     ref = frame.iloc[0]
     assert ref["median_s"] == 100e-6 and ref["p10_s"] == 0.9 * 100e-6 and ref["p90_s"] == 1.2 * 100e-6
