@@ -10,8 +10,9 @@ lost) stops sending heartbeats: the others see it within `lost_s`, global rank 0
 with a non-zero exit, its child stopped first, so the launcher (torchrun's agents, srun) ends the job everywhere.
 
 Store keys (under pkroof/profile/<run id>/): hello/R (what rank R's node has), beat/R (a counter), job/N (rank 0:
-what the N-th job is, or the end), out/N/R (rank R's outcome of job N), abort (rank 0 or a rank that lost rank 0:
-why the job ends).
+what the N-th job is, a question, or the end), answer/N/R, out/N/R (rank R's outcome of job N), out/N/failed (a
+failure of job N, the one key the others watch), bye/R (rank R read the end or an abort), abort (any rank: why the
+job ends).
 """
 
 from __future__ import annotations
@@ -391,17 +392,18 @@ class Control:
             value = pickle.loads(Path(folder, "0.pickle").read_bytes()) if mine.kind == "ok" else None
         mine.order = self._order or self._add(f"out/{job}/order", 1)
         self._set(f"out/{job}/{self.launch.rank}", mine.__dict__)
+        if mine.kind not in ("ok", "stopped"):  # one key every rank watches, however many ranks there are
+            self._set(f"out/{job}/failed", mine.__dict__)
         if self.launch.rank != 0:
             return [mine], value
         return [Outcome(**self._wait_for(f"out/{job}/{r}")) for r in range(self.launch.world)], value
 
     def _others_failed(self, job: int) -> Outcome | None:
-        for r in range(self.launch.world):
-            if r != self.launch.rank and self._has(f"out/{job}/{r}"):
-                said = Outcome(**self._get(f"out/{job}/{r}"))
-                if said.kind != "ok":
-                    return said
-        return None
+        """Another rank's failure of this job, once one has said it (out/JOB/failed: the latest to fail)."""
+        if not self._has(f"out/{job}/failed"):
+            return None
+        said = Outcome(**self._get(f"out/{job}/failed"))
+        return said if said.rank != self.launch.rank else None
 
     def _watch_child(self, procs: list, folder: Path, job: int, timeout_s: float, startup_s: float) -> Outcome:
         """Wait for this rank's child while watching the others: its own outcome, or "stopped" where another rank

@@ -14,12 +14,9 @@ import os
 import statistics
 import sys
 
-for key, value in {
-    "NCCL_NVLS_ENABLE": "0",
-    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
-    "NVSHMEM_DISABLE_NVLS": "1",
-}.items():
-    os.environ[key] = value
+from pkroof.runtime.launch import keep_multicast_off
+
+keep_multicast_off()  # NVLS off, over whatever the environment says
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402

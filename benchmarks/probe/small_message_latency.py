@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import os
 
-_SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+from pkroof.runtime.launch import SAFE_ENV as _SAFE_ENV
+from pkroof.runtime.launch import keep_multicast_off
+
 for _key, _val in _SAFE_ENV.items():
-    os.environ.setdefault(_key, _val)
-    if os.environ[_key] != _val:  # never run with multicast on, whatever the caller's environment says
+    if os.environ.get(_key, _val) != _val:  # never run with multicast on, whatever the caller's environment says
         print(f"[latency] overriding {_key}={os.environ[_key]!r} -> {_val!r}", flush=True)
-        os.environ[_key] = _val
+keep_multicast_off()
 
 import json  # noqa: E402
 import socket  # noqa: E402
@@ -725,8 +726,7 @@ def part_one_shot(ctx: Ctx) -> None:
 
 
 def _worker(rank: int, port: int, result_path: str) -> None:
-    for k, v in _SAFE_ENV.items():
-        os.environ[k] = v
+    keep_multicast_off()
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # host-side barriers stay on the loopback interface
