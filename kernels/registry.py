@@ -5,7 +5,7 @@ imported only when it runs, so `pkroof impls` and `advise` cost what `bound` cos
 
 Two families:
 - ecosystem: the fast paths PyTorch ships (kernels/ecosystem.py), the bar pkroof's kernels must clear;
-- pkroof: pkroof's own kernels (kernels/collectives.py, copy_engine.py, fused.py, inter_sm.py, low_latency.py).
+- pkroof: pkroof's own kernels (kernels/symm_collectives.py, copy_engine.py, fused.py, inter_sm.py, low_latency.py).
   Variants that measured slower than a sibling of the same collective on the 2xH200 node
   (benchmarks/kernels/) run only when named with --impl, and small-message kernels (LL) run unasked only up to
   their auto_max_bytes.
@@ -103,7 +103,7 @@ BUILTIN_IMPLS: dict[str, BuiltinImpl] = {
     "torch-fused-matmul-reduce-scatter": _impl(
         "ecosystem", "fused_matmul_reduce_scatter", {"gemm-reduce-scatter"}, "ecosystem"
     ),
-    # pkroof's SM collectives (kernels/collectives.py)
+    # pkroof's SM collectives (kernels/symm_collectives.py)
     "pkroof-one-shot-pull": _impl("collectives", "all_reduce_one_shot_pull", {"all-reduce"}, **_PULL),
     "pkroof-one-shot-push": _impl("collectives", "all_reduce_one_shot_push", {"all-reduce"}, **_PUSH),
     "pkroof-two-shot": _impl(

@@ -1,8 +1,8 @@
 """The Python API: `pkroof.bound`, `pkroof.advise` and `pkroof.profile`, as thin as the CLI.
 
-`bound` and `advise` call the one analysis (`pkroof.profilers.analysis.analyze`) and return typed, frozen objects
+`bound` and `advise` call the one analysis (`pkroof.analysis.problem.analyze`) and return typed, frozen objects
 whose attributes are the fields of `pkroof bound --json` (Bound) and `pkroof advise --json` (Recommendation);
-`profile` runs the profiler and returns its records with the model's fields computed (profilers/evaluate.py).
+`profile` runs the profiler and returns its records with the model's fields computed (records/evaluate.py).
 Bad input is a ValueError of one line, as the CLI's one line on stderr.
 """
 
@@ -177,7 +177,7 @@ def _bytes(size: Size) -> int:
 
 def _params(params: Mapping[str, int | str] | None, size: int | None) -> dict[str, int]:
     """Shape parameters as `--param name=value` reads them (byte sizes take units), the size as size_bytes."""
-    from pkroof.kernels.catalogue import parse_params
+    from pkroof.analysis.catalogue import parse_params
 
     out = parse_params([f"{k}={v}" for k, v in (params or {}).items()])
     if size is not None:
@@ -198,7 +198,7 @@ def _sizes(size: Size | Sequence[Size] | None) -> tuple[list[int | None], bool]:
 
 
 def _analyses(problem: str, *, topology: Any, size: Any, shape: str | None, params: Any, **kw: Any) -> tuple:
-    from pkroof.profilers.analysis import analyze
+    from pkroof.analysis.problem import analyze
     from pkroof.topology.default import default_topology
 
     listed, many = _sizes(size)
@@ -271,12 +271,12 @@ def profile(
 ) -> list[dict[str, Any]]:
     """`pkroof profile`: check every implementation against the reference on fresh inputs, time the correct ones
     (GPUs over NCCL, else CPU ranks over gloo), append each record to `out`/results.jsonl. Returns the records this
-    call wrote, each with the model's fields computed as profilers/evaluate.py computes them when records are read
+    call wrote, each with the model's fields computed as records/evaluate.py computes them when records are read
     (t_roof_s, fraction_of_roofline, algbw_Bps, busbw_Bps, predicted_s, ...). `log` gets each line `pkroof
     profile` prints (default: nothing). Called in a process torchrun or srun started, it is that rank of the launched
     job (`nodes`: the job's node count, to bound on that many of the topology's nodes); ranks other than 0 return []."""
-    from pkroof.profilers.evaluate import evaluate
     from pkroof.profilers.profile import profile as run_profile
+    from pkroof.records.evaluate import evaluate
     from pkroof.topology import resolve
     from pkroof.topology.default import default_topology
 

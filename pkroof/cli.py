@@ -150,7 +150,7 @@ def _topology(topology: str | None) -> str:
 
 def _overrides(size: int | None, params: list[str] | None) -> dict[str, int]:
     """--param pairs and one --size as the problem's parameter overrides (size → size_bytes)."""
-    from pkroof.kernels.catalogue import parse_params
+    from pkroof.analysis.catalogue import parse_params
 
     overrides = parse_params(params or [])
     if size is not None:
@@ -201,11 +201,11 @@ def _analyses(
     shape: str | None,
     timeout: float,
 ) -> list:
-    """The one analysis of `problem` (profilers/analysis.py; a user's file in a process stopped after `timeout`
+    """The one analysis of `problem` (analysis/problem.py; a user's file in a process stopped after `timeout`
     seconds) at each size asked for (its own where none was), or one line and exit 2. In a -b/-e sweep a size that
     does not split over the ranks is rounded down as nccl-tests does, and one that cannot be bounded (too small to
     split, too large to fit) is skipped with a line on stderr."""
-    from pkroof.profilers.isolated import analyze_anywhere
+    from pkroof.analysis.isolated import analyze_anywhere
     from pkroof.topology import resolve
 
     listed, sweep = sizes
@@ -286,7 +286,7 @@ def probe(
 @app.command()
 def problems() -> None:
     """List the built-in problem suite: category, shapes and the real code each comes from."""
-    from pkroof.kernels.catalogue import suite
+    from pkroof.analysis.catalogue import suite
 
     try:
         _echo(_show.problems_table(suite()))
@@ -356,7 +356,7 @@ def profile(
     """Check implementations against the reference on N ranks, time the correct ones, record them; print each with
     its fraction of roofline, and collectives as nccl-tests does (time, algbw, busbw; out of place | in place).
     Under torchrun or srun each process is one rank of the launched job, across nodes; global rank 0 writes."""
-    from pkroof.profilers.launched import JobLostError
+    from pkroof.profilers.across_nodes import JobLostError
     from pkroof.profilers.profile import profile as run_profile
 
     try:
@@ -413,9 +413,9 @@ def report(
     ] = False,
 ) -> None:
     """An HTML report: an index, a page per problem with its roofline, and the topology's page."""
-    from pkroof.reports.job import main_job
-    from pkroof.reports.job import report as run_report
-    from pkroof.run import run_all
+    from pkroof.full_run import run_all
+    from pkroof.report import main_job
+    from pkroof.report import report as run_report
 
     if fmt not in ("html", "csv", "json", "parquet"):
         _fail(f"--format takes html, csv, json or parquet, got {fmt!r}")
@@ -524,8 +524,8 @@ def topology_import(
 ) -> None:
     """Calibrate a topology from runs you already have: NCCL's size regimes per collective from nccl-tests' output,
     copy-engine and SM copy rates from nvbandwidth's; every number marked measured, its file as the source."""
+    from pkroof.analysis.imported_runs import import_runs
     from pkroof.topology import dump
-    from pkroof.topology.from_logs import import_runs
 
     if name is not None and not name.strip():
         _fail("--name must not be empty")

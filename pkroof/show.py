@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pkroof.rooflines import DTYPE_BYTES, Advice, Bound, Mechanism, Schedule, bus_bandwidth_factor
-from pkroof.rooflines.analysis import Analysis
+from pkroof.rooflines.analyze import Analysis
 from pkroof.rooflines.export import bandwidths, recommendation_to_dict
 from pkroof.rooflines.mechanisms import label
 from pkroof.rooflines.units import fmt_Bps, fmt_bytes, fmt_clock, fmt_flops, fmt_s

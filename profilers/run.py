@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pkroof.kernels.catalogue import Problem, load
+from pkroof.analysis.catalogue import Problem, load
 from pkroof.kernels.declare import reported_comm_sms
 from pkroof.runtime.gpu_state import slowest, watches
 from pkroof.runtime.launch import RankFailedError, RankTimeoutError, phase, run_ranks
@@ -276,7 +276,7 @@ def _inputs(problem: Problem, job: Job, rank: int, *, seed: int, device: Any) ->
     inputs = problem.inputs(rank, job.world_size, seed=seed, device=device, params=job.params)
     if job.dtype is None:
         return inputs
-    from .trace import cast_inputs
+    from pkroof.analysis.trace import cast_inputs
 
     return cast_inputs(inputs, job.dtype)
 
@@ -645,7 +645,7 @@ def summarise(timing: dict[str, Any]) -> dict[str, float]:
 
 def finish(record: dict[str, Any], *, backend: str) -> dict[str, Any]:
     """A job's result as a record: the date, where it ran, and its samples' statistics (nothing of the model's:
-    profilers/evaluate.py computes that whenever records are read)."""
+    records/evaluate.py computes that whenever records are read)."""
     out = record | {"date": datetime.now(UTC).isoformat(timespec="seconds"), "environment": _environment(backend)}
     if record.get("status") == "correct" and "timing" in record:
         out |= summarise(record["timing"])

@@ -2,7 +2,7 @@
 
 `write_report` takes plain data; the CLI glue produces it from the topology, the records and pkroof.rooflines:
 
-    records       list of result records (profilers/records.py; one dict per JSON line)
+    records       list of result records (records/format.py; one dict per JSON line)
     bounds        {problem name: {
                      "shapes": [{"shape": the shape label, as the records give it (an index row is one
                                           (problem, shape, world size)),
@@ -23,7 +23,7 @@
                                   {"shape": its label, "ranks_per_node": ranks on each node,
                                    "fabric": "NVLink" or "PCIe" (the node's own links),
                                    "points": [{"nodes", "world_size", "t_roof_s", "compute_s", "hbm_s", "scaleup_s",
-                                               "scaleout_s", "latency_s"}, ...]  (rooflines/analysis.py NodesPoint),
+                                               "scaleout_s", "latency_s"}, ...]  (rooflines/analyze.py NodesPoint),
                                    "network_from": the fewest nodes whose scale-out term exceeds the scale-up one
                                                    (None: none of the points),
                                    "left_out": one line naming the node counts that could not be bounded, and why}

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from pkroof.profilers.records import topology_name
+from pkroof.records.format import topology_name
 from pkroof.rooflines import Collective
-from pkroof.rooflines.bound import nccl_traffic
+from pkroof.rooflines.algorithms import nccl_traffic
 from pkroof.rooflines.mechanisms import label
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ def _record_row(record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def records_frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per result record (profilers/records.py), the environment flattened into columns."""
+    """One row per result record (records/format.py), the environment flattened into columns."""
     frame = pd.DataFrame([_record_row(r) for r in records], columns=list(RECORD_COLUMNS))
     for name in ("world_size", "nodes", "ranks_per_node"):
         frame[name] = frame[name].astype("Int64")

@@ -23,36 +23,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import nccl
+from .algorithms import algorithms
 from .collectives import ZERO, Algorithm, Collective, TieredTraffic, Traffic, hierarchical_traffic, traffic
 from .mechanisms import DEVICE_INITIATED, LL_PUSH, Mechanism, Protocol, Schedule, TransferModel, label
 from .system import System
 from .units import fmt_bytes
 from .workload import CommOp, ComputeOp, Workload
-
-_ALGORITHMS = {
-    Mechanism.COPY_ENGINE: (Algorithm.ONE_SHOT, Algorithm.TWO_SHOT),
-    Mechanism.SM_LOAD: (Algorithm.ONE_SHOT, Algorithm.TWO_SHOT),
-    Mechanism.SM_STORE: (Algorithm.ONE_SHOT, Algorithm.TWO_SHOT),
-    Mechanism.TMA: (Algorithm.ONE_SHOT, Algorithm.TWO_SHOT),
-    Mechanism.MULTIMEM: (Algorithm.IN_NETWORK,),
-    Mechanism.NCCL: (Algorithm.RING,),  # NCCL inside a node without NVLS: rings; point-to-point for the rest
-}
-_NCCL_P2P = frozenset({Collective.ALL_TO_ALL, Collective.GATHER, Collective.SCATTER, Collective.SEND_RECV})
-
-
-def _algorithms(mechanism: Mechanism, kind: Collective) -> tuple[Algorithm, ...]:
-    if mechanism is Mechanism.NCCL and kind in _NCCL_P2P:
-        return (Algorithm.ONE_SHOT,)
-    return _ALGORITHMS[mechanism]
-
-
-def nccl_traffic(kind: Collective, size: float, n: int) -> Traffic:
-    """What one NCCL call of `kind` and `size` on `n` ranks of one node puts on the busiest rank's link, as the
-    model charges NCCL (its one algorithm for that kind). Its bytes over a time are nccl-tests' bus bandwidth."""
-    (algorithm,) = _algorithms(Mechanism.NCCL, kind)
-    t = traffic(kind, algorithm, size, n)
-    assert t is not None, kind
-    return t
 
 
 def _local_reduce_bytes(kind: Collective, algorithm: Algorithm, size: float, n: int) -> float:
@@ -223,7 +199,7 @@ def _cost(
         return _nccl_cost(op, system, m)
     best: OpCost | None = None
     size = op.size_bytes * read_multiplier
-    for alg in _algorithms(m.mechanism, op.kind):
+    for alg in algorithms(m.mechanism, op.kind):
         if algorithm is not None and alg is not algorithm:
             continue
         tiers = _op_traffic(op, system, alg, size)
@@ -392,7 +368,7 @@ def _link_floor(op: CommOp, system: System) -> _LinkFloor:
     best: _LinkFloor | None = None
     latency = float("inf")
     for mechanism in system.available:
-        for alg in _algorithms(mechanism.mechanism, op.kind):
+        for alg in algorithms(mechanism.mechanism, op.kind):
             tiers = _op_traffic(op, system, alg, op.size_bytes)
             if tiers is None:
                 continue

@@ -4,7 +4,7 @@ import dataclasses
 import math
 
 import pytest
-from builders import COLLECTIVES, NAMES, build
+from bound_cases import COLLECTIVES, NAMES, build
 from conftest import make_system
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -757,7 +757,7 @@ def test_a_gemm_of_few_tiles_splits_along_k_and_pays_its_padded_rows():
     # far as the SMs allow (100 // 8 = 12) and each piece keeps K ≥ 2048 (8192 // 2048 = 4): 4 ways, 32 pieces, one
     # wave of 2·128·256·8192 / 4 FLOP per SM at 1000e12 / 100; more than the FLOPs at the peak (half the tile rows
     # are padding). HBM at 300 TB/s, so that it does not bind (at 3 TB/s it would)
-    from pkroof.rooflines.workloads import gemm
+    from pkroof.rooflines.builders import gemm
 
     m, n, k = 64, 2048, 8192
     p = bound(gemm(m, n, k, "bf16"), make_system(hbm=300e12)).prediction(Mechanism.NCCL, Schedule.SERIAL)

@@ -3,7 +3,7 @@ to which peer's inbox, in which order, and the READY/FREE hand-offs over three c
 Until now they had only run on 2 GPUs (the profiler). Expected values: plain torch on every rank's inputs.
 
 The GEMM + all-reduce above its one-shot size runs GEMM + reduce-scatter (checked here) then pkroof's SM all-gather
-(kernels/collectives.py, checked on emulated ranks in tests/emulate.py): that path is left to the GPU tests.
+(kernels/symm_collectives.py, checked on emulated ranks in tests/emulate.py): that path is left to the GPU tests.
 """
 
 import pytest

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from pkroof.analysis.imported_runs import import_runs
 from pkroof.cli import app
 from pkroof.rooflines import Collective, Mechanism, Schedule
-from pkroof.rooflines.analysis import analyze
-from pkroof.rooflines.workloads import collective
+from pkroof.rooflines.analyze import analyze
+from pkroof.rooflines.builders import collective
 from pkroof.topology import load, nccl_tests, nvbandwidth, resolve
-from pkroof.topology.from_logs import NVBW_DEFAULT_BUFFER, import_runs
+from pkroof.topology.from_logs import NVBW_DEFAULT_BUFFER
 
 LOGS = Path(__file__).parent / "data" / "logs"
 PUBLISHED = LOGS / "published"

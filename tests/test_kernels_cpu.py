@@ -11,7 +11,7 @@ import emulate
 import emulate_ll
 import pytest
 
-from pkroof.kernels.catalogue import load, names
+from pkroof.analysis.catalogue import load, names
 from pkroof.kernels.registry import BUILTIN_IMPLS
 from pkroof.rooflines import Mechanism, Schedule
 
@@ -222,7 +222,7 @@ def test_a_collective_on_padded_chunks_is_the_collective(kind, world):
 def test_tiling_spreads_tiles_and_keeps_16_byte_blocks(monkeypatch):
     pytest.importorskip("torch")
     pytest.importorskip("triton")
-    from pkroof.kernels.collectives import _tiling
+    from pkroof.kernels.symm_collectives import _tiling
 
     monkeypatch.setenv("PKROOF_MAX_BLOCK", "4096")
     # 64 MiB of bf16 (32 Mi elements) over 256 CTAs: 128 Ki elements per CTA; blocks of 4096 (the cap);
@@ -447,9 +447,9 @@ def test_profile_runs_the_small_message_kernels_unasked_only_at_their_sizes(tmp_
     assert {"reference", "pkroof-one-shot-ll", "pkroof-one-shot-push", "nccl-all-reduce-in-place"} <= small
     assert "pkroof-one-shot-ll" not in large and {"reference", "pkroof-one-shot-push"} <= large
     # the LL kernel's record says its protocol and its CTAs; read, it gets the model's LL prediction at them
-    from pkroof.kernels.catalogue import load
-    from pkroof.profilers.analysis import workload_of
-    from pkroof.profilers.evaluate import evaluate
+    from pkroof.analysis.catalogue import load
+    from pkroof.analysis.problem import workload_of
+    from pkroof.records.evaluate import evaluate
     from pkroof.rooflines import Mechanism, Protocol, Schedule, predict
     from pkroof.topology import resolve
 

@@ -6,9 +6,8 @@ import dataclasses
 import statistics
 from pathlib import Path
 
+import published_runs as published
 import pytest
-
-from pkroof.topology import published
 
 TABLE = Path(__file__).parent / "data" / "published" / "measurements.csv"
 ROWS = published.read(TABLE)

@@ -1,5 +1,5 @@
-"""reports/job.py from fixed records, no torch: each index row advised at its own shape and world size, exports
-of what the report shows, and user errors as one line with nothing written."""
+"""records/report_inputs.py and pkroof/report.py from fixed records, no torch: each index row advised at its own
+shape and world size, exports of what the report shows, and user errors as one line with nothing written."""
 
 import html
 import json
@@ -10,11 +10,11 @@ import pytest
 
 pytest.importorskip("plotly")
 
-from builders import build
+from bound_cases import build
 from typer.testing import CliRunner
 
 from pkroof.cli import app
-from pkroof.reports.job import recorded_dir
+from pkroof.records.report_inputs import recorded_dir
 from pkroof.rooflines import advise, bound
 from pkroof.rooflines.export import bound_to_dict
 from pkroof.topology import preset

@@ -118,7 +118,7 @@ def test_cpu_rank_times_are_marked_and_kept_off_the_gpu_charts(tmp_path):
 
 
 def test_a_cpu_time_is_no_yardstick_for_a_gpu_time(tmp_path):
-    from pkroof.profilers.evaluate import evaluate
+    from pkroof.records.evaluate import evaluate
 
     records = [_record(MiB, "reference", 2e-3, backend="gloo"), _record(MiB, "pkroof-one-shot-push", 1e-5)]
     shown = {r["impl"]: r for r in evaluate(records, resolve("h200x2"), log=lambda line: None).records}

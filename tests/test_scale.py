@@ -12,10 +12,10 @@ import time
 import pytest
 
 from pkroof.rooflines import Algorithm, Collective, Mechanism, Schedule
-from pkroof.rooflines.analysis import NodesPoint, analyze, network_bound_from
+from pkroof.rooflines.analyze import NodesPoint, analyze, network_bound_from
+from pkroof.rooflines.builders import collective
 from pkroof.rooflines.collectives import hierarchical_traffic, traffic
 from pkroof.rooflines.nccl import NcclRun
-from pkroof.rooflines.workloads import collective
 from pkroof.topology import resolve
 
 S = 2**30  # 1 GiB

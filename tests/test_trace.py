@@ -12,9 +12,9 @@ torch = pytest.importorskip("torch")
 
 from typer.testing import CliRunner  # noqa: E402
 
+from pkroof.analysis.catalogue import load  # noqa: E402
+from pkroof.analysis.trace import trace, trace_on_meta  # noqa: E402
 from pkroof.cli import app  # noqa: E402
-from pkroof.kernels.catalogue import load  # noqa: E402
-from pkroof.profilers.trace import trace, trace_on_meta  # noqa: E402
 from pkroof.rooflines import Collective, bound  # noqa: E402
 from pkroof.topology import resolve  # noqa: E402
 
@@ -375,11 +375,11 @@ def test_code_written_for_gpus_traces_where_it_would_run(tmp_path):
 
 
 def test_the_shipped_traces_are_those_of_the_suite_as_it_is():
-    """kernels/problems/_traced.jsonl (python -m pkroof.profilers.ship_traces) holds the suite's traces for
+    """kernels/problems/_traced.jsonl (python -m tools.ship_traces) holds the suite's traces for
     installs without torch, keyed by each file's bytes: a problem file changed since has no entry, and fails here."""
-    from pkroof.kernels.catalogue import suite
+    from pkroof.analysis.catalogue import suite
+    from pkroof.analysis.trace import NEEDS_DATA
     from pkroof.profilers import trace_cache
-    from pkroof.profilers.trace import NEEDS_DATA
 
     missing = []
     for problem in suite():
@@ -397,7 +397,7 @@ def test_the_shipped_traces_are_those_of_the_suite_as_it_is():
             except ValueError:
                 continue  # does not divide over 2 ranks
             missing.append(f"{problem.name} {shape}")
-    assert not missing, f"regenerate with python -m pkroof.profilers.ship_traces: {missing}"
+    assert not missing, f"regenerate with python -m tools.ship_traces: {missing}"
     ring = next(p for p in suite() if p.name == "ring-attention")
     name = trace_cache.key(ring, 2, ring.params(), None, "meta", any_torch=True)
     assert trace_cache.shipped(name) == trace_on_meta(ring, 2, ring.params())  # what a trace gives now

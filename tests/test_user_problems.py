@@ -60,7 +60,7 @@ def test_a_minimal_file_is_bounded_at_its_keyword_defaults(minimal):
 
 
 def test_pkroof_problems_style_metadata_is_optional_and_defaults_are_sensible(minimal):
-    from pkroof.kernels.catalogue import load
+    from pkroof.analysis.catalogue import load
 
     p = load(str(minimal))
     assert (p.name, p.category, p.source, p.summary) == ("my-all-reduce", "user", str(minimal), "")

@@ -14,8 +14,8 @@ import json
 import sys
 from pathlib import Path
 
-from pkroof.kernels.catalogue import load
-from pkroof.profilers.analysis import predict_declared, workload_of
+from pkroof.analysis.catalogue import load
+from pkroof.analysis.problem import predict_declared, workload_of
 from pkroof.profilers.profile import declared_pair
 from pkroof.rooflines import bound
 from pkroof.rooflines.units import fmt_bytes, fmt_s

@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 
 from pkroof.rooflines import Collective, Mechanism, Schedule, bound
+from pkroof.rooflines.builders import collective
 from pkroof.rooflines.units import fmt_bytes
-from pkroof.rooflines.workloads import collective
 from pkroof.topology import resolve
 
 PLAIN_LOG = Path(__file__).parents[1] / "probe" / "data" / "2026-11-30-probe" / "run17-plain.log"

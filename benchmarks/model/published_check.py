@@ -80,8 +80,8 @@ def _before(table: Path) -> list[Result]:
     import math
 
     from pkroof.rooflines import Collective, Mechanism, Schedule, bound
+    from pkroof.rooflines.builders import all_gather_gemm, collective
     from pkroof.rooflines.workload import DTYPE_BYTES, ComputeOp, Workload
-    from pkroof.rooflines.workloads import all_gather_gemm, collective
     from pkroof.topology import resolve
 
     def gemm(m: int, n: int, k: int, dtype: str) -> Workload:

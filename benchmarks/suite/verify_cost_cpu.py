@@ -42,7 +42,7 @@ def _old(problem, impl, job, rank, device) -> None:
 def _rank(rank: int, world: int, name: str, params: dict) -> list[tuple[float, float]]:
     import torch
 
-    from pkroof.kernels.catalogue import load
+    from pkroof.analysis.catalogue import load
     from pkroof.profilers.run import Job, Sampler, _time_cpu
 
     problem = load(name)

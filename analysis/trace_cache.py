@@ -9,7 +9,7 @@ imports code of its own elsewhere is keyed by its own bytes only: after changing
 workload), never code.
 
 The package ships the suite's traces at its named shapes on 2, 8 and 72 ranks (kernels/problems/_traced.jsonl, made
-by `python -m pkroof.profilers.ship_traces`), keyed without torch's version: where torch is not installed, `bound`,
+by `python -m tools.ship_traces`), keyed without torch's version: where torch is not installed, `bound`,
 `advise` and `report` read them instead of tracing. A suite file changed since fails tests/test_trace.py's check.
 """
 
@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pkroof.kernels.catalogue import SUITE_DIR, Problem
+from pkroof.analysis.catalogue import SUITE_DIR, Problem
 from pkroof.rooflines import Workload
 from pkroof.rooflines.workload import workload_from_dict, workload_to_dict
 
@@ -123,7 +123,7 @@ def shipped(name: str) -> Workload | None:
 
 
 def collect(name: str, workload: Workload) -> None:
-    """Keep `workload` under its shipped key `name` while collecting (profilers/ship_traces.py), else nothing."""
+    """Keep `workload` under its shipped key `name` while collecting (tools/ship_traces.py), else nothing."""
     if _collect is not None:
         _collect[name] = workload
 

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pkroof.kernels.catalogue import Problem, ProblemError, check_workload, guarded, refuse_to_run
-from pkroof.kernels.catalogue import load as load_problem
+from pkroof.analysis.catalogue import Problem, ProblemError, check_workload, guarded, refuse_to_run
+from pkroof.analysis.catalogue import load as load_problem
 from pkroof.rooflines import (
     DTYPE_BYTES,
     Advice,
@@ -30,8 +30,8 @@ from pkroof.rooflines import (
     Workload,
     predict,
 )
-from pkroof.rooflines.analysis import SWEEP_SIZES, Analysis, whole_size
-from pkroof.rooflines.analysis import analyze as analyze_workload
+from pkroof.rooflines.analyze import SWEEP_SIZES, Analysis, whole_size
+from pkroof.rooflines.analyze import analyze as analyze_workload
 from pkroof.rooflines.bound import check_fits
 from pkroof.topology import Topology, resolve
 

@@ -1,7 +1,7 @@
 """A user's problem file analysed in a process of its own, stopped at a deadline: `pkroof bound` and `advise` on a
 file whose import loops, whose workload() never returns or whose reference hangs while traced end in one line.
 
-pkroof's own suite problems are analysed in the calling process (profilers/analysis.py); a user's file never is.
+pkroof's own suite problems are analysed in the calling process (analysis/problem.py); a user's file never is.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from pkroof.kernels.catalogue import (
+from pkroof.analysis.catalogue import (
     WouldRunError,
     check_path,
     is_file,
@@ -21,9 +21,9 @@ from pkroof.kernels.catalogue import (
 )
 from pkroof.runtime.launch import phase, reap_stale_folders, run_isolated
 
-from .analysis import ProblemAnalysis, analyze
+from .problem import ProblemAnalysis, analyze
 
-PRELOAD = ("torch", "pkroof.profilers.trace")  # imported before the deadline starts: pkroof's start-up
+PRELOAD = ("torch", "pkroof.analysis.trace")  # imported before the deadline starts: pkroof's start-up
 ANALYSIS_TIMEOUT_S = 120.0  # `pkroof bound/advise --timeout`: importing the file, its workload() or the trace
 
 

@@ -15,14 +15,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pkroof.kernels.catalogue import Problem, is_suite_problem, load
+from pkroof.analysis.catalogue import Problem, is_suite_problem, load
+from pkroof.analysis.problem import ProblemAnalysis, analyze, predict_declared
 from pkroof.rooflines import Workload
 from pkroof.rooflines.export import bandwidths
 from pkroof.rooflines.workload import workload_from_dict
 from pkroof.topology import Topology
 
-from . import records as rec
-from .analysis import ProblemAnalysis, analyze, predict_declared
+from . import format as rec
 
 DERIVED = (
     "comm_bytes",
@@ -41,7 +41,7 @@ def _current(problem: Problem, record: dict[str, Any], stored: Workload | None) 
     """A suite record's workload as this pkroof counts it, where the record measured the file as it is now (same
     bytes): its hand-written workload (None: the catalogue builds it) or the trace shipped for that shape and world
     size, in the record's dtype; the record's stored trace otherwise (an older file's, or a shape none ships)."""
-    from . import trace_cache
+    from pkroof.analysis import trace_cache
 
     if stored is None or record.get("problem_sha256") not in (None, problem.sha256):
         return stored

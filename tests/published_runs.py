@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pkroof.rooflines import Collective, Mechanism, Schedule, bound
+from pkroof.rooflines.builders import all_gather_gemm, collective, gemm
 from pkroof.rooflines.nccl import NcclRun
 from pkroof.rooflines.system import System
 from pkroof.rooflines.workload import DTYPE_BYTES, Workload
-from pkroof.rooflines.workloads import all_gather_gemm, collective, gemm
-
-from .presets import PRESETS, preset
+from pkroof.topology.presets import PRESETS, preset
 
 KINDS = ("nccl", "custom", "gemm", "fused", "hbm", "copy", "statement")
 LAUNCHES = ("queued", "waited", "graph", "unknown", "")

@@ -1,7 +1,7 @@
 """Write the suite's traces for installs without torch: every suite problem without a hand-written workload, at each
 named shape on 2, 8 and 72 ranks (the presets' GPU counts), traced on meta tensors as the analytic pages trace it.
 
-    python -m pkroof.profilers.ship_traces        # rewrites kernels/problems/_traced.jsonl
+    python -m tools.ship_traces        # rewrites kernels/problems/_traced.jsonl
 
 Run it after changing a suite problem (tests/test_trace.py fails until then).
 """
@@ -12,12 +12,11 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from pkroof.kernels.catalogue import suite
+from pkroof.analysis import trace_cache
+from pkroof.analysis.catalogue import suite
+from pkroof.analysis.problem import analyze
 from pkroof.rooflines.workload import workload_to_dict
 from pkroof.topology import PRESETS, resolve
-
-from . import trace_cache
-from .analysis import analyze
 
 
 def ship(path: Path = trace_cache.SHIPPED, log: Callable[[str], None] = print) -> int:

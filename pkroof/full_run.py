@@ -11,10 +11,10 @@ def run_all(out: Path, *, quick: bool = False, log: Callable[[str], None] = prin
     """Probe, profile every suite problem (resumable), report. The probe's topology and the results live beside the
     report, in OUT-data/, so re-running resumes the suite where it stopped, and the report folder itself stays
     replaceable as a whole."""
-    from pkroof.kernels.catalogue import names
+    from pkroof.analysis.catalogue import names
     from pkroof.profilers.profile import profile
+    from pkroof.report import report
     from pkroof.reports.build import check_out, first_missing
-    from pkroof.reports.job import report
     from pkroof.topology.probe import probe
 
     check_out(out)  # before the probe and the suite, not after them

@@ -33,6 +33,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from pkroof.kernels import problems
 from pkroof.rooflines.units import fmt_bytes, parse_size
 
 CATEGORIES = (
@@ -47,7 +48,7 @@ CATEGORIES = (
     "long-tail",
 )
 USER_CATEGORY = "user"
-SUITE_DIR = Path(__file__).resolve().parent / "problems"
+SUITE_DIR = Path(problems.__file__).resolve().parent  # kernels/problems/
 DEFAULT_SHAPE = "small"  # the default shape where a problem has one
 UNNAMED_SHAPE = "default"  # the one shape of a file without SHAPES: inputs()' keyword defaults
 _NOT_PARAMS = ("seed", "device")

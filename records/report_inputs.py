@@ -1,7 +1,7 @@
-"""`pkroof report`: result records and a topology → the bounds, advice and sweeps the pages show → the folder.
+"""`pkroof report`'s inputs: result records and a topology → the bounds, advice and sweeps the pages show.
 
-Every bound comes from the one analysis (profilers/analysis.py) on records read by profilers/records.py and given
-the model's view by profilers/evaluate.py; nothing here measures, and nothing a results file names is run.
+Every bound comes from the one analysis (analysis/problem.py) on records read by records/format.py and given
+the model's view by records/evaluate.py; nothing here measures, and nothing a results file names is run.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pkroof.kernels.catalogue import Problem
-from pkroof.profilers.analysis import NeedsDataError, ProblemAnalysis, analyze, shipped_workload
-from pkroof.profilers.evaluate import Group, evaluate, group_of
-from pkroof.profilers.records import read_files, topology_name
-from pkroof.rooflines.analysis import NODE_COUNTS, NodesPoint, SweepPoint, network_bound_from
-from pkroof.rooflines.analysis import analyze as analyze_workload
+from pkroof.analysis.catalogue import Problem
+from pkroof.analysis.problem import NeedsDataError, ProblemAnalysis, analyze, shipped_workload
+from pkroof.records.evaluate import Group, evaluate, group_of
+from pkroof.records.format import topology_name
+from pkroof.rooflines.analyze import NODE_COUNTS, NodesPoint, SweepPoint, network_bound_from
+from pkroof.rooflines.analyze import analyze as analyze_workload
 from pkroof.topology import Topology, resolve
 
 REAL_SHAPE = "llama3-70b-tp8"  # an analytic page's shape where a problem has it, else its first real one
@@ -89,7 +89,7 @@ def _crossover(
 ) -> dict[str, Any] | None:
     """The bound of `pa`'s shape on 1, 2, 4 … 1024 nodes of `ranks_per_node` ranks joined by the topology's NICs
     (reports/build.py: bounds[name]["crossover"]), the workload rebuilt at each world size from what ships with
-    pkroof alone (profilers/analysis.py: shipped_workload; nothing is traced, no problem file runs); a point that
+    pkroof alone (analysis/problem.py: shipped_workload; nothing is traced, no problem file runs); a point that
     cannot be bounded is left out, and the line `left_out` says why. None on a topology without a network."""
     if topo.nic is None:
         return None
@@ -122,7 +122,7 @@ def _preferred_shape(problem: Any) -> str:
 def _analytic(topo: Topology) -> tuple[dict[str, ProblemAnalysis], dict[str, str]]:
     """Every suite problem at a real model's shape on every GPU of `topo`, nothing measured; and each left out,
     with why (a shape that does not divide, a reference that needs data to trace, torch missing for a trace)."""
-    from pkroof.kernels.catalogue import suite
+    from pkroof.analysis.catalogue import suite
 
     out, left_out = {}, {}
     for problem in suite():
@@ -159,7 +159,7 @@ def _ranks_per_node(record: dict[str, Any]) -> int:
     return rpn if isinstance(rpn, int) and not isinstance(rpn, bool) and rpn > 0 else record["world_size"]
 
 
-def _pages_data(found: list[dict[str, Any]], topo: Topology, log: Callable[[str], None]) -> dict[str, Any]:
+def pages_data(found: list[dict[str, Any]], topo: Topology, log: Callable[[str], None]) -> dict[str, Any]:
     """The keyword arguments of reports.build.write_report for one topology: measured where there are records
     (each (shape, world size) bounded and advised at its own parameters), analytic where there are none."""
     bounds: dict[str, dict[str, Any]] = {}
@@ -201,14 +201,14 @@ def _pages_data(found: list[dict[str, Any]], topo: Topology, log: Callable[[str]
     }
 
 
-def _left_out_line(topo: Topology, data: dict[str, Any]) -> str:
+def left_out_line(topo: Topology, data: dict[str, Any]) -> str:
     """One log line naming the problems an analytic report left out (the reasons are on its index)."""
     left_out, pages = data["left_out"], len(data["bounds"])
     names = ", ".join(left_out)
     return f"{topo.name}: {len(left_out)} of {len(left_out) + pages} problems left out (reasons on its index): {names}"
 
 
-def _topology(found: list[dict[str, Any]], topology: str | None) -> Topology:
+def report_topology(found: list[dict[str, Any]], topology: str | None) -> Topology:
     """The topology to report `found` against: the one named, else the one the records were measured on (h200x2
     without records). Records measured on another topology, or on several, are refused: their bounds, predictions
     and fractions of roofline belong to the node they ran on."""
@@ -238,70 +238,9 @@ def recorded_dir() -> Path:
     return Path(str(importlib.resources.files("pkroof") / "recorded"))
 
 
-def _recorded(topology: str | None = None) -> list[Path]:
+def recorded(topology: str | None = None) -> list[Path]:
     """The shipped results files: what `pkroof report` shows when given no results and no topology."""
     folder = recorded_dir()
     if topology is not None or not folder.is_dir():
         return []
     return sorted(folder.glob("*.jsonl"))
-
-
-def report(
-    results: list[Path],
-    *,
-    topology: str | None = None,
-    out: Path,
-    fmt: str = "html",
-    log: Callable[[str], None] = print,
-    force: bool = False,
-) -> list[Path]:
-    """Render every problem found in the result files against `topology` (default: the one they were measured
-    on); unreadable lines are reported, skipped, but result files without a single record are a ValueError.
-
-    With no result files and no topology: the suite's results recorded on the 2xH200 node. With a topology and no
-    result files: an analytic report, every suite problem's roofline and advice on it, which has nothing to export.
-    """
-    from . import build, frames
-
-    if fmt == "html":
-        build.check_out(out)
-    else:  # an export never replaces a file in the user's folder unasked
-        build.check_export(out, fmt, force=force)
-    found = read_files(results or _recorded(topology), log)
-    if results and not found:
-        where = "in it" if len(results) == 1 else "in them"
-        raise ValueError(f"{', '.join(map(str, results))}: not one result record {where}; nothing written")
-    topo = _topology(found, topology)
-    if fmt != "html":
-        if not found:
-            raise ValueError(
-                f"nothing measured to export on {topo.name}: name results files (without them the {topo.name} "
-                "report is analytic, html only)"
-            )
-        frame = frames.records_frame(evaluate(found, topo, log=log).records)
-        return [build.write_export(frame, out, fmt, force=force)]
-    return build.write_report(out, **_pages_data(found, topo, log), log=log)
-
-
-def main_job(out: Path, *, log: Callable[[str], None] = print) -> list[Path]:
-    """`pkroof report` with no arguments: the h200x2 node with the suite's recorded results (analytic where none
-    ship), and an analytic report for every other preset, linked from the index."""
-    from pkroof.topology import PRESETS
-
-    from . import build
-
-    build.check_out(out)
-    recorded = _recorded()
-    if recorded:
-        log("h200x2: the suite's results recorded on the 2xH200 node (" + ", ".join(p.name for p in recorded) + ")")
-    else:
-        log("h200x2: no recorded suite results ship with this version; its pages are analytic")
-    main = _pages_data(read_files(recorded, log), resolve("h200x2"), log)
-    others = {}
-    for name in PRESETS:
-        if name != "h200x2":
-            log(f"{name}: analytic pages")
-            others[name] = _pages_data([], resolve(name), lambda m: None)  # a line per preset, not per problem
-            if others[name]["left_out"]:
-                log(_left_out_line(others[name]["topology"], others[name]))
-    return build.write_report(out, **main, others=others, log=log)

@@ -41,10 +41,10 @@ from torch.utils._python_dispatch import TorchDispatchMode, is_traceable_wrapper
 from torch.utils._pytree import tree_flatten, tree_map
 from torch.utils.flop_counter import flop_registry
 
-from pkroof.kernels.catalogue import Problem, ProblemError, failure_line, guarded
+from pkroof.analysis.catalogue import Problem, ProblemError, failure_line, guarded
 from pkroof.rooflines import Collective, CommOp, ComputeOp, Workload
+from pkroof.rooflines.builders import GEMM_TILE_M, GEMM_TILE_N
 from pkroof.rooflines.workload import RankView
-from pkroof.rooflines.workloads import GEMM_TILE_M, GEMM_TILE_N
 
 DTYPE_NAMES = {
     torch.bfloat16: "bf16",
@@ -831,6 +831,6 @@ def trace(problem: Problem, world_size: int, params: dict[str, Any], *, dtype: s
 
 
 def _trace_job(rank: int, world_size: int, path: str, params: dict[str, Any]) -> Workload:
-    from pkroof.kernels.catalogue import load
+    from pkroof.analysis.catalogue import load
 
     return trace_rank(load(path), rank, world_size, params)

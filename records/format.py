@@ -1,7 +1,7 @@
 """Measurement records: one JSON line per (problem, shape, implementation, world size), appended as soon as known.
 
 A record holds what was measured and on what, never the model's view of it (that is computed whenever records
-are read: profilers/evaluate.py), so records never go stale when the model changes:
+are read: records/evaluate.py), so records never go stale when the model changes:
 
     schema        "pkroof.record/2"
     problem       a suite name ("all-reduce") or the path of a user's problem file, with problem_sha256 (its bytes)
