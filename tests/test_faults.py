@@ -22,8 +22,8 @@ torch = pytest.importorskip("torch")
 
 from hostile_problems import SOURCES  # noqa: E402
 
-from pkroof.profilers import records  # noqa: E402
 from pkroof.profilers.profile import profile, topology_ref  # noqa: E402
+from pkroof.records import format as records  # noqa: E402
 from pkroof.runtime import launch  # noqa: E402
 from pkroof.topology import resolve  # noqa: E402
 

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pkroof.profilers import records
 from pkroof.profilers.across_nodes import Placement, job_topology, placement
+from pkroof.records import format as records
 from pkroof.runtime.launched import Outcome, first_failure, launched
 from pkroof.topology import resolve
 

@@ -18,7 +18,7 @@ pytest.importorskip("torch")
 
 from launched_nodes import Launch, children, environ, marked
 
-from pkroof.profilers import records
+from pkroof.records import format as records
 from pkroof.runtime.launch import free_port
 
 IMPLS = Path(__file__).parent / "data" / "problems" / "launched_impls.py"

@@ -10,8 +10,8 @@ torch = pytest.importorskip("torch")
 
 from pkroof.analysis.catalogue import load  # noqa: E402
 from pkroof.analysis.trace import trace, trace_on_meta  # noqa: E402
-from pkroof.profilers import records  # noqa: E402
 from pkroof.profilers.profile import profile  # noqa: E402
+from pkroof.records import format as records  # noqa: E402
 from pkroof.records.evaluate import evaluate  # noqa: E402
 from pkroof.rooflines import Collective  # noqa: E402
 

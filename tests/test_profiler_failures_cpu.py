@@ -17,9 +17,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from pkroof.profilers import records  # noqa: E402
 from pkroof.profilers.profile import topology_ref  # noqa: E402
 from pkroof.profilers.run import Job, _compare, _verdict, run_job  # noqa: E402
+from pkroof.records import format as records  # noqa: E402
 from pkroof.runtime.launch import RankFailedError, _failed  # noqa: E402
 from pkroof.topology import resolve  # noqa: E402
 

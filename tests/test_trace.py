@@ -290,7 +290,7 @@ def test_gloo_does_not_decide_what_nccl_would_run(tmp_path):
 
 
 def test_a_second_bound_reads_the_trace_from_the_cache(tmp_path, monkeypatch):
-    from pkroof.profilers import trace as tracer
+    from pkroof.analysis import trace as tracer
 
     path = tmp_path / "cached.py"
     marker = tmp_path / "imported"
@@ -377,9 +377,9 @@ def test_code_written_for_gpus_traces_where_it_would_run(tmp_path):
 def test_the_shipped_traces_are_those_of_the_suite_as_it_is():
     """kernels/problems/_traced.jsonl (python -m tools.ship_traces) holds the suite's traces for
     installs without torch, keyed by each file's bytes: a problem file changed since has no entry, and fails here."""
+    from pkroof.analysis import trace_cache
     from pkroof.analysis.catalogue import suite
     from pkroof.analysis.trace import NEEDS_DATA
-    from pkroof.profilers import trace_cache
 
     missing = []
     for problem in suite():
