@@ -169,7 +169,7 @@ def probe(
 ) -> None:
     """Discover this node through NVML and measure it into a topology file: every transfer mechanism between its
     GPUs, or on one GPU its memory, matmul rates and host link."""
-    from pkroof.topology.probe import ProbeError, launched_by_torchrun
+    from pkroof.topology.probe import CannotProbeHereError, ProbeError, launched_by_torchrun
     from pkroof.topology.probe import probe as run_probe
 
     if name is not None and not name.strip():
@@ -187,7 +187,9 @@ def probe(
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(0)
-    except ProbeError as e:
+    except CannotProbeHereError as e:  # no GPU, no torch, a bad --gpus: one line, exit 2 like all bad input
+        _fail(str(e))
+    except ProbeError as e:  # a rank failed or hung: what the probe measured is lost, exit 1
         _echo(f"pkroof: {e}", err=True)
         raise typer.Exit(1) from None
     except OSError as e:  # --out or the saved default cannot be written
@@ -275,7 +277,7 @@ def profile(
 
     try:
         sizes, sweep = _sizes(size, minbytes, maxbytes, stepfactor, stepbytes)
-        run_profile(
+        written = run_profile(
             problem,
             impls=impl or [],
             world_size=world_size,
@@ -303,6 +305,11 @@ def profile(
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (TerminatedError) while ranks ran: they were stopped
         _echo(f"pkroof: stopped, and its ranks with it; what was measured is in {out / 'results.jsonl'}", err=True)
         raise typer.Exit(128 + getattr(e, "signum", signal.SIGINT)) from None
+    failed = [r for r in written if r.get("impl") == "reference" and r.get("status") != "correct"]
+    if failed:  # nothing could be checked against it, so nothing measured means anything: not a success
+        where = ", ".join(f"{r['problem']} ({r['shape']}, {r['status']})" for r in failed)
+        _echo(f"pkroof: the reference failed for {where}: see {out / 'results.jsonl'}", err=True)
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -342,7 +349,11 @@ def report(
             written = run_report(results or [], topology=topology, out=out, fmt=fmt, log=_echo, force=force)
     except ValueError as e:
         _fail(str(e))
-    except RuntimeError as e:  # the probe's ProbeError: no GPU, no torch, a rank that failed
+    except RuntimeError as e:  # the probe's: no GPU, no torch (exit 2, as bad input), a rank that failed (exit 1)
+        from pkroof.topology.probe import CannotProbeHereError
+
+        if isinstance(e, CannotProbeHereError):
+            _fail(str(e))
         _echo(f"pkroof: {e}", err=True)
         raise typer.Exit(1) from None
     except OSError as e:  # a folder that cannot be written: permissions, a full disk

@@ -211,8 +211,9 @@ def left_out_line(topo: Topology, data: dict[str, Any]) -> str:
 
 def report_topology(found: list[dict[str, Any]], topology: str | None) -> Topology:
     """The topology to report `found` against: the one named, else the one the records were measured on, else
-    every command's default (topology/default.py: $PKROOF_TOPOLOGY, the saved probe, hgx-h100-8). Records measured on another topology, or on several, are refused: their bounds, predictions
-    and fractions of roofline belong to the node they ran on."""
+    every command's default (topology/default.py: $PKROOF_TOPOLOGY, the saved probe, hgx-h100-8). Records
+    measured on another topology, or on several, are refused: their bounds, predictions and fractions of roofline
+    belong to the node they ran on."""
     measured_on = sorted({name for r in found if (name := topology_name(r))})
     if len(measured_on) > 1:
         several = f"{len(measured_on)} topologies ({', '.join(measured_on)})"
