@@ -59,19 +59,17 @@ def analyze_traces(
     for trace in job.traces.values():
         rows += rank_rows(trace, model, job.default_group, unsized)
     kernels = kernels_frame(rows)
-    notes = list(job.notes)
-    if kernels["group"].isna().all() and (kernels["category"] == "communication").any():
-        notes.append("no process group recorded: collectives matched across ranks by their order alone")
+    collectives, matching = collectives_frame(kernels)
     result = TraceResult(
         kernels=kernels,
-        collectives=collectives_frame(kernels),
+        collectives=collectives,
         steps=steps_frame(kernels),
         opportunities=pd.DataFrame(columns=opportunities.COLUMNS),
         topology=chosen.name,
         topology_reason=chosen.reason,
         ranks=list(job.traces),
         world_size=job.world_size,
-        notes=notes,
+        notes=job.notes + matching,
         unsized=dict(unsized.most_common()),
         files=[str(f) for f in files],
         model=chosen.topology,

@@ -19,12 +19,30 @@ STEP_COLUMNS = "rank step wall_s compute_s communication_s exposed_communication
 COMPUTE = frozenset({"gemm", "attention", "memory", "other"})  # copies and memsets are neither compute nor comm
 
 
-def collectives_frame(kernels: pd.DataFrame) -> pd.DataFrame:
+def _same_order(comm: pd.DataFrame) -> bool:
+    """Whether every rank ran the same collectives in the same order (what matching by order alone needs)."""
+    orders = {tuple(g["collective"].fillna("?")) for _, g in comm.groupby("rank")}
+    return len(orders) == 1
+
+
+def collectives_frame(kernels: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """One row per collective that at least two ranks' traces hold: the last rank to start it, and its transfer
     (after the last rank started: the earliest end minus the last start, at least 0) and waiting (the longest
-    kernel's duration minus the transfer)."""
+    kernel's duration minus the transfer); and notes on what could not be matched. Kernels of no recorded group
+    are matched by their order alone, and only where every rank ran the same collectives in the same order."""
     comm = kernels[(kernels["category"] == "communication") & kernels["seq"].notna()].copy()
     comm["key"] = comm["group"].fillna("?")
+    notes = []
+    unknown = comm["key"] == "?"
+    if unknown.any() and comm.loc[unknown, "rank"].nunique() > 1:
+        if _same_order(comm[unknown]):
+            notes.append("no process group recorded: collectives matched across ranks by their order alone")
+        else:
+            notes.append(
+                "no process group recorded, and the ranks ran different collectives or in another order: "
+                f"{int(unknown.sum())} communication kernels not matched across ranks"
+            )
+            comm = comm[~unknown]
     comm["end_us"] = comm["start_us"] + comm["dur_us"]
     rows = []
     for (key, seq), g in comm.groupby(["key", "seq"], sort=True):
@@ -51,7 +69,7 @@ def collectives_frame(kernels: pd.DataFrame) -> pd.DataFrame:
         )
     frame = pd.DataFrame(rows, columns=COLLECTIVE_COLUMNS)
     frame["group_size"] = frame["group_size"].astype("Int64")
-    return frame
+    return frame, notes
 
 
 def step_row(rank: int, step: int | None, kernels: pd.DataFrame) -> dict:
