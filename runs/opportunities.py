@@ -5,16 +5,13 @@ Filled by the opportunities module (issue 34, item 6): until then `find` returns
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import pandas as pd
 
 from pkroof.topology import Topology
 
-if TYPE_CHECKING:
-    from .analyze import TraceResult
+from .result import TraceResult
 
-COLUMNS = "what kernels measured_s predicted_s saving_s mechanism schedule problem_file rank".split()
+COLUMNS = ["what", "kernels", "measured_s", "predicted_s", "saving_s", "mechanism", "schedule", "problem_file", "rank"]
 
 
 def find(result: TraceResult, topology: Topology) -> pd.DataFrame:
