@@ -191,10 +191,11 @@ def _communication(
         kind = collective_of_arg(ctx.c10d.name)
     row |= {"collective": kind, "dtype": size.dtype, "group_size": size.group_size, "group": size.group}
     row["unsized"] = size.unsized
-    key = size.group if size.group is not None else "?"  # no group recorded anywhere: matched by order alone
-    seq = k.comm.seq if k.comm is not None and k.comm.seq is not None else None
-    row["seq"] = seq if seq is not None else seqs[key]
-    seqs[key] += 1
+    if kind not in ("send", "recv"):  # a point-to-point pair is no collective of the whole group: not matched
+        key = size.group if size.group is not None else "?"  # no group recorded anywhere: matched by order alone
+        seq = k.comm.seq if k.comm is not None and k.comm.seq is not None else None
+        row["seq"] = seq if seq is not None else seqs[key]
+        seqs[key] += 1
     if size.unsized is not None:
         return
     row["bytes"] = size.bytes
