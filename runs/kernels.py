@@ -104,9 +104,11 @@ def _by_external_id(t: RankTrace) -> dict[int, Op]:
     return {op.external_id: op for op in t.ops if op.external_id is not None}
 
 
-def rank_rows(t: RankTrace, model: Model, default_group: tuple[str, int] | None, unsized: Counter) -> list[dict]:
-    """The rows of one rank's kernels (COLUMNS), bounded on `model`; every reason a kernel was not sized counted in
-    `unsized`."""
+def rank_rows(
+    t: RankTrace, model: Model, default_group: tuple[str, int] | None, unsized: Counter, columns: dict[str, list]
+) -> None:
+    """One rank's kernels bounded on `model`, appended to `columns` (COLUMNS → a list each: a job's millions of
+    kernels held as columns, not as a dict each); every reason a kernel was not sized counted in `unsized`."""
     contexts = _contexts(t)
     by_ext = _by_external_id(t)
     starts = [s[1] for s in t.steps]
@@ -115,7 +117,7 @@ def rank_rows(t: RankTrace, model: Model, default_group: tuple[str, int] | None,
         ctx = contexts.get(k.correlation)
         if ctx is not None and ctx.gemm is not None and category_of(k, ctx.gemm.name) == "gemm":
             gemm_kernels[id(ctx.gemm)] += 1
-    rows, seqs = [], Counter()
+    seqs: Counter = Counter()
     gpn = model.topology.gpus_per_node
     for k in t.kernels:
         launch = t.launches.get(k.correlation)
@@ -130,8 +132,8 @@ def rank_rows(t: RankTrace, model: Model, default_group: tuple[str, int] | None,
             _gemm(row, ctx, graph, gemm_kernels[id(ctx.gemm)] if ctx.gemm else 0, model)
         if row["unsized"]:
             unsized[row["unsized"]] += 1
-        rows.append(row)
-    return rows
+        for name in COLUMNS:
+            columns[name].append(row[name])
 
 
 def _fallback(op: Op) -> tuple[Op | None, Op | None, Op | None]:
@@ -228,8 +230,12 @@ def _gemm(row: dict, ctx: _Context, graph: bool, kernels_of_op: int, model: Mode
         row["fraction_of_roof"] = roof.t_roof_s / (row["dur_us"] * 1e-6)
 
 
-def kernels_frame(rows: list[dict]) -> pd.DataFrame:
-    frame = pd.DataFrame(rows, columns=COLUMNS)
+def empty_columns() -> dict[str, list]:
+    return {name: [] for name in COLUMNS}
+
+
+def kernels_frame(columns: dict[str, list]) -> pd.DataFrame:
+    frame = pd.DataFrame(columns, columns=COLUMNS)
     for col in ("step", "group_size", "seq"):
         frame[col] = frame[col].astype("Int64")
     return frame

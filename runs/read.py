@@ -15,6 +15,7 @@ from __future__ import annotations
 import glob
 import gzip
 import re
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -209,7 +210,8 @@ def read_rank(path: str | Path) -> RankTrace:
         if kind is not None:
             a = _args(_KERNEL, e, path)
             comm = _comm(a) if kind == "kernel" else None
-            k = Kernel(kind, e.name, e.ts, e.dur, _int(a.stream), a.correlation, a.device, a.external_id, comm)
+            name = sys.intern(e.name)  # a job repeats a few hundred names: one string each
+            k = Kernel(kind, name, e.ts, e.dur, _int(a.stream), a.correlation, a.device, a.external_id, comm)
             out.kernels.append(k)
         elif cat in LAUNCH_CATEGORIES:
             wanted.append(e)
@@ -221,7 +223,16 @@ def read_rank(path: str | Path) -> RankTrace:
                 a = _args(_OP, e, path)
                 comm = _comm(a)
                 out.ops.append(
-                    Op(e.name, e.ts, e.ts + e.dur, (e.pid, e.tid), a.external_id, a.input_dims, a.input_type, comm)
+                    Op(
+                        sys.intern(e.name),
+                        e.ts,
+                        e.ts + e.dur,
+                        (e.pid, e.tid),
+                        a.external_id,
+                        a.input_dims,
+                        a.input_type,
+                        comm,
+                    )
                 )
     correlations = {k.correlation for k in out.kernels}
     for e in wanted:
