@@ -58,7 +58,7 @@ class _Context:
 
 
 def _is_comm_op(op: Op) -> bool:
-    return op.comm is not None or op.name == "record_param_comms" or op.name.startswith("nccl:")
+    return op.name == "record_param_comms" or op.name.startswith("nccl:")
 
 
 def _contexts(t: RankTrace) -> dict[int, _Context]:
@@ -110,7 +110,7 @@ def rank_rows(
     """One rank's kernels bounded on `model`, appended to `columns` (COLUMNS → a list each: a job's millions of
     kernels held as columns, not as a dict each); every reason a kernel was not sized counted in `unsized`."""
     contexts = _contexts(t)
-    by_ext = _by_external_id(t)
+    by_ext: dict[int, Op] | None = None  # built only if a launch lies outside every operator
     starts = [s[1] for s in t.steps]
     gemm_kernels: Counter = Counter()
     for k in t.kernels:
@@ -121,9 +121,11 @@ def rank_rows(
     gpn = model.topology.gpus_per_node
     for k in t.kernels:
         launch = t.launches.get(k.correlation)
-        ctx = contexts.get(k.correlation) or _Context(by_ext.get(k.external_id))
-        if ctx.innermost is None and k.external_id in by_ext:
-            ctx = _Context(by_ext[k.external_id], *_fallback(by_ext[k.external_id]))
+        ctx = contexts.get(k.correlation) or _Context()
+        if ctx.innermost is None and k.external_id is not None:
+            by_ext = _by_external_id(t) if by_ext is None else by_ext
+            if k.external_id in by_ext:
+                ctx = _Context(by_ext[k.external_id], *_fallback(by_ext[k.external_id]))
         graph = launch is not None and launch.graph
         row = _row(t.rank, k, ctx, _step_of(t.steps, starts, launch.ts_us if launch else None))
         if row["category"] == "communication":

@@ -19,7 +19,7 @@ def _kernel(name: str, kind: str = "kernel", comm: _CommArgs | None = None) -> K
 
 
 def _op(name: str, dims: list, types: list) -> Op:
-    return Op(name, 0.0, 1.0, (1, 1), 1, dims, types, None)
+    return Op.of(name, dims, types)
 
 
 @pytest.mark.parametrize(
