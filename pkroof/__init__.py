@@ -10,7 +10,7 @@ The API (pkroof/api.py) is imported on first use, so `import pkroof` stays cheap
 
 __version__ = "0.1.0"
 
-_API = ("bound", "advise", "profile", "sizes", "Bound", "Prediction", "Recommendation", "Terms", "LinkTerm", "Comm")
+_API = ("bound", "advise", "profile", "sizes", "Bound", "Prediction", "Advice", "Terms", "LinkTerm", "CommOp")
 __all__ = ["__version__", *_API]
 
 

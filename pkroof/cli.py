@@ -15,7 +15,7 @@ import typer
 
 from pkroof import __version__
 from pkroof import show as _show
-from pkroof.rooflines.export import finite
+from pkroof.rooflines.serialize import finite
 
 # plain help (no rich panels): a flag reads `--json`, not `--json <bool>`
 HELP = "How fast could this multi-GPU kernel be on this node, how fast is it, and what should I change first?"

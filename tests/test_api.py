@@ -1,5 +1,5 @@
-"""The Python API from a plain `python -c`: pkroof.bound, pkroof.advise, pkroof.profile, typed frozen results whose
-attributes are the JSON's fields, and an `import pkroof` that loads neither torch nor pandas."""
+"""The Python API from a plain `python -c`: pkroof.bound, pkroof.advise, pkroof.profile, the model's own frozen
+results whose attributes include every key of the JSON, and an `import pkroof` that loads neither torch nor pandas."""
 
 import dataclasses
 import json
@@ -80,14 +80,19 @@ def test_bad_input_is_a_value_error_of_one_line():
 
 
 def test_the_bound_object_has_the_json_fields_and_is_frozen():
+    from pkroof.rooflines import Bound, Prediction
+    from pkroof.rooflines.advice import Advice
+
     b = pkroof.bound("all-gather", topology="hgx-h100-8", size="1GiB")
     cli = json.loads(
         CliRunner().invoke(app, ["bound", "all-gather", "-t", "hgx-h100-8", "--size", "1GiB", "--json"]).stdout
     )
-    assert [f.name for f in dataclasses.fields(pkroof.Bound)] == list(cli)
+    assert pkroof.Bound is Bound and pkroof.Prediction is Prediction and pkroof.Advice is Advice  # the model's own
+    assert list(pkroof.Bound.json_fields) == list(cli) and all(hasattr(b, name) for name in cli)
     assert {f.name for f in dataclasses.fields(pkroof.Prediction)} == set(cli["predictions"][0])
-    assert {f.name for f in dataclasses.fields(pkroof.Recommendation)} == set(cli["recommendation"])
-    assert b.to_dict() == cli
+    assert list(pkroof.Advice.json_fields) == list(cli["recommendation"])
+    assert b.to_dict() == cli and (b.schema, b.problem, b.topology) == (cli["schema"], "all-gather", "hgx-h100-8")
+    assert b.terms.link_s == cli["terms"]["link_s"] and b.recommendation.t_s == cli["recommendation"]["t_s"]
     assert isinstance(b.predictions, tuple) and isinstance(b.predictions[0], pkroof.Prediction)
     with pytest.raises(dataclasses.FrozenInstanceError):
         b.t_roof_s = 0.0  # type: ignore[misc]
