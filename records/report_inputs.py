@@ -2,14 +2,14 @@
 
 Every bound comes from the one analysis (analysis/problem.py) on records read by records/format.py and given
 the model's view by records/evaluate.py; nothing here measures, and nothing a results file names is run. A page's
-data is the model's own results (Bound, SweepPoint, NodesPoint) in the small frozen dataclasses below.
+data is the model's own results (Bound, SweepPoint, NodesPoint) in the small frozen dataclasses of
+records/report_data.py.
 """
 
 from __future__ import annotations
 
 import importlib.resources
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -17,71 +17,12 @@ from pkroof.analysis.catalogue import Problem
 from pkroof.analysis.problem import NeedsDataError, ProblemAnalysis, analyze, shipped_workload
 from pkroof.records.evaluate import Group, evaluate, group_of
 from pkroof.records.format import topology_name
-from pkroof.rooflines import Advice, Bound
+from pkroof.records.report_data import Crossover, Page, Report, Shape
 from pkroof.rooflines.analyze import NODE_COUNTS, NodesPoint, SweepPoint, network_bound_from
 from pkroof.rooflines.analyze import analyze as analyze_workload
 from pkroof.topology import Topology, resolve
 
 REAL_SHAPE = "llama3-70b-tp8"  # an analytic page's shape where a problem has it, else its first real one
-
-
-@dataclass(frozen=True)
-class Shape:
-    """One analysed (shape, world size) of a problem: a row of the index and of its page's Bound and Advice tables,
-    bounded and advised at its own parameters. Advice is only ever shown beside the shape it was computed for."""
-
-    label: str  # as the records give it ("small size=64 MiB"); an index row is one (problem, label, world size)
-    params: Mapping[str, Any]  # the problem's parameters at that shape
-    bound: Bound  # with its advice
-
-    @property
-    def world_size(self) -> int:
-        return self.bound.world_size
-
-    @property
-    def advice(self) -> Advice | None:
-        return self.bound.advice
-
-
-@dataclass(frozen=True)
-class Crossover:
-    """The bound at one shape against the number of nodes: where the link term moves from the node's own fabric to
-    the network."""
-
-    shape: str  # its label
-    ranks_per_node: int
-    fabric: str  # "NVLink" or "PCIe": the node's own links
-    points: tuple[NodesPoint, ...]  # ascending nodes
-    network_from: int | None  # the fewest nodes whose scale-out term exceeds the scale-up one (None: at none)
-    left_out: str  # one line naming the node counts that could not be bounded, and why ("": none)
-
-
-@dataclass(frozen=True)
-class Page:
-    """One problem's page: what it is, its analysed shapes, the roof swept over its sizes or shapes, and the bound
-    against the number of nodes (None without a network)."""
-
-    name: str
-    category: str
-    doc: str  # its one-line docstring
-    source: str = ""  # the code it comes from
-    command: str = ""  # the command that made an analytic page
-    shapes: tuple[Shape, ...] = ()
-    sweep: tuple[SweepPoint, ...] = ()  # ascending (size, FLOPs); passes through every analysed shape
-    crossover: Crossover | None = None
-
-
-@dataclass(frozen=True)
-class Report:
-    """One topology's report: the records with their model view (records/evaluate.py), a page per problem that
-    could be bounded, and the problems left out of an analytic report with why. A problem with records but no page
-    (its group could not be bounded) still gets a page of its measurements."""
-
-    topology: Topology
-    records: tuple[dict[str, Any], ...] = ()
-    pages: Mapping[str, Page] = field(default_factory=dict)
-    left_out: Mapping[str, str] = field(default_factory=dict)
-    superseded: int = 0  # records a later run of the same (problem, shape, implementation, ranks) replaced
 
 
 def _with_own(sweep: Iterable[SweepPoint], pa: ProblemAnalysis) -> tuple[SweepPoint, ...]:

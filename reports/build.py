@@ -25,7 +25,7 @@ import plotly.offline
 from . import frames, html
 
 if TYPE_CHECKING:
-    from pkroof.records.report_inputs import Report
+    from pkroof.records.report_data import Report
 
 MARKER = ".pkroof-report"  # names a folder write_report made, so it may replace it whole
 EXPORTS = ("csv", "json", "parquet")

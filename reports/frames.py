@@ -22,7 +22,7 @@ from pkroof.rooflines.analyze import NodesPoint, SweepPoint
 from pkroof.rooflines.mechanisms import label
 
 if TYPE_CHECKING:
-    from pkroof.records.report_inputs import Page, Shape
+    from pkroof.records.report_data import Page, Shape
     from pkroof.rooflines import Bound
     from pkroof.topology import Topology
 

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from markupsafe import Markup, escape
 
-from pkroof.records.report_inputs import Crossover, Page
+from pkroof.records.report_data import Crossover, Page
 
 from . import figures, frames
 from .diagram import topology_svg

@@ -6,7 +6,7 @@ rather than running the model (tests/test_bound.py checks the model's numbers).
 
 from conftest import make_system
 
-from pkroof.records.report_inputs import Shape
+from pkroof.records.report_data import Shape
 from pkroof.rooflines import Bound, Mechanism, Prediction, Protocol, Schedule, Workload
 from pkroof.rooflines.advice import Advice
 

@@ -14,7 +14,7 @@ pytest.importorskip("plotly")
 from typer.testing import CliRunner
 
 from pkroof.cli import app
-from pkroof.records.report_inputs import Crossover
+from pkroof.records.report_data import Crossover
 from pkroof.reports import html
 from pkroof.rooflines.analyze import NodesPoint
 from pkroof.topology import dumps, resolve

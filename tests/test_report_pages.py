@@ -17,7 +17,7 @@ from report_cases import bound, shape  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from pkroof.cli import app  # noqa: E402
-from pkroof.records.report_inputs import Page  # noqa: E402
+from pkroof.records.report_data import Page  # noqa: E402
 from pkroof.reports import diagram, figures, frames  # noqa: E402
 from pkroof.reports.render import value_text  # noqa: E402
 from pkroof.rooflines.analyze import SweepPoint  # noqa: E402

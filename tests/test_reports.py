@@ -13,7 +13,7 @@ pytest.importorskip("plotly")
 
 from report_cases import advice, bound, shape  # noqa: E402
 
-from pkroof.records.report_inputs import Page, Report  # noqa: E402
+from pkroof.records.report_data import Page, Report  # noqa: E402
 from pkroof.reports import build, figures, frames, html  # noqa: E402
 from pkroof.rooflines.analyze import SweepPoint  # noqa: E402
 from pkroof.topology import preset  # noqa: E402
