@@ -83,7 +83,7 @@ class Streams:
         self.main = torch.cuda.current_stream()
         # a lane of copy streams per peer: each peer's DMAs queue behind that peer's alone, so beyond 2 ranks the copy
         # engine's α of one peer's DMA runs under the others' transfers (chunks per peer cost α each: the model
-        # charges peers side by side, rooflines/bound.py). On one lane (PKROOF_CE_PEER_STREAMS=0) the P − 1 DMAs of
+        # charges peers side by side, rooflines/costs.py). On one lane (PKROOF_CE_PEER_STREAMS=0) the P − 1 DMAs of
         # every chunk start one after another. At 2 ranks the two are the same; beyond, nothing is measured (2 GPUs
         # only).
         self.lanes = max(1, peers) if setting("PKROOF_CE_PEER_STREAMS") != "0" else 1

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from pkroof.rooflines.export import finite
+from pkroof.rooflines.serialize import finite
 
 Topo = Annotated[
     str | None,

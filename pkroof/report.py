@@ -1,5 +1,5 @@
-"""`pkroof report`: result records and a topology → the pages' inputs (records/report_inputs.py) → the folder
-(reports/build.py). Nothing here measures, and nothing a results file names is run."""
+"""`pkroof report`: result records and a topology → the typed results the pages show (records/report_inputs.py:
+Report) → the folder (reports/build.py). Nothing here measures, and nothing a results file names is run."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pkroof.records.evaluate import evaluate
 from pkroof.records.format import read_files
-from pkroof.records.report_inputs import left_out_line, pages_data, recorded, report_topology
+from pkroof.records.report_inputs import left_out_line, recorded, report_of, report_topology
 from pkroof.reports import build, frames
 from pkroof.topology import resolve
 
@@ -45,7 +45,7 @@ def report(
             )
         frame = frames.records_frame(evaluate(found, topo, log=log).records)
         return [build.write_export(frame, out, fmt, force=force)]
-    return build.write_report(out, **pages_data(found, topo, log), log=log)
+    return build.write_report(out, report_of(found, topo, log), log=log)
 
 
 def main_job(out: Path, *, log: Callable[[str], None] = print) -> list[Path]:
@@ -59,12 +59,12 @@ def main_job(out: Path, *, log: Callable[[str], None] = print) -> list[Path]:
         log("h200x2: the suite's results recorded on the 2xH200 node (" + ", ".join(p.name for p in shipped) + ")")
     else:
         log("h200x2: no recorded suite results ship with this version; its pages are analytic")
-    main = pages_data(read_files(shipped, log), resolve("h200x2"), log)
+    main = report_of(read_files(shipped, log), resolve("h200x2"), log)
     others = {}
     for name in PRESETS:
         if name != "h200x2":
             log(f"{name}: analytic pages")
-            others[name] = pages_data([], resolve(name), lambda m: None)  # a line per preset, not per problem
-            if others[name]["left_out"]:
-                log(left_out_line(others[name]["topology"], others[name]))
-    return build.write_report(out, **main, others=others, log=log)
+            others[name] = report_of([], resolve(name), lambda m: None)  # a line per preset, not per problem
+            if others[name].left_out:
+                log(left_out_line(others[name]))
+    return build.write_report(out, main, others=others, log=log)

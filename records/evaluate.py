@@ -9,6 +9,7 @@ a record of a user's problem file without a workload is reported in one line and
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable, Iterable
@@ -18,23 +19,31 @@ from typing import Any
 from pkroof.analysis.catalogue import Problem, is_suite_problem, load
 from pkroof.analysis.problem import ProblemAnalysis, analyze, predict_declared
 from pkroof.rooflines import Workload
-from pkroof.rooflines.export import bandwidths
+from pkroof.rooflines.serialize import to_dict
 from pkroof.rooflines.workload import workload_from_dict
 from pkroof.topology import Topology
 
 from . import format as rec
 
-DERIVED = (
-    "comm_bytes",
-    "t_roof_s",
-    "fraction_of_roofline",
-    "achieved_link_Bps",
-    "algbw_Bps",
-    "busbw_Bps",
-    "speedup_vs_reference",
-    "predicted_s",
-    "prediction_error",
-)
+
+@dataclass(frozen=True)
+class ModelView:
+    """The model's view of one record, computed when it is read: what `pkroof profile` prints beside the
+    measurement and the report shows. A field that does not apply (a failed run, CPU ranks, no declared pair) is
+    None."""
+
+    comm_bytes: float  # the workload's communication, nccl-tests' size convention
+    t_roof_s: float
+    fraction_of_roofline: float | None = None  # t_roof / median (GPU ranks only)
+    achieved_link_Bps: float | None = None  # link bytes per rank / median
+    algbw_Bps: float | None = None  # nccl-tests' algbw and busbw at the median, for one collective alone
+    busbw_Bps: float | None = None
+    speedup_vs_reference: float | None = None  # the reference's median / this one's, on the same backend
+    predicted_s: float | None = None  # the declared pair's prediction
+    prediction_error: float | None = None  # (median − predicted) / predicted
+
+
+DERIVED = tuple(f.name for f in dataclasses.fields(ModelView))  # the keys it adds to a record
 
 
 def _current(problem: Problem, record: dict[str, Any], stored: Workload | None) -> Workload | None:
@@ -83,17 +92,16 @@ def _median(record: dict[str, Any]) -> float | None:
     return float(m) if ok and record.get("status") == "correct" else None
 
 
-def derive(record: dict[str, Any], pa: ProblemAnalysis, reference_s: float | None) -> dict[str, Any]:
-    """The record with the model's fields (DERIVED) added: what `pkroof profile` prints and the report shows."""
+def model_view(record: dict[str, Any], pa: ProblemAnalysis, reference_s: float | None) -> ModelView:
+    """The model's view of `record`, bounded by `pa`; `reference_s`: its group's reference median (None: none)."""
     b = pa.bound
-    out = dict(record) | {"comm_bytes": sum(op.size_bytes for op in b.workload.comm), "t_roof_s": b.t_roof_s}
-    out |= dict.fromkeys(DERIVED[2:])
     median, gpu = _median(record), on_gpus(record)
+    out: dict[str, Any] = {"comm_bytes": b.workload.comm_bytes, "t_roof_s": b.t_roof_s}
     if median is not None:
         out["fraction_of_roofline"] = b.t_roof_s / median if gpu else None
         out["achieved_link_Bps"] = b.link_bytes_per_rank / median if (gpu and b.link_bytes_per_rank) else None
         if gpu:  # nccl-tests' algbw and busbw, where the problem is one collective and nothing else
-            out |= bandwidths(b.workload, median)
+            out["algbw_Bps"], out["busbw_Bps"] = b.workload.bandwidths(median)
         out["speedup_vs_reference"] = reference_s / median if reference_s and record["impl"] != "reference" else None
     if record.get("mechanism") and record.get("schedule"):
         try:
@@ -103,7 +111,12 @@ def derive(record: dict[str, Any], pa: ProblemAnalysis, reference_s: float | Non
         out["predicted_s"] = p.t_s if p else None
         if p and median is not None and gpu:
             out["prediction_error"] = (median - p.t_s) / p.t_s
-    return out
+    return ModelView(**out)
+
+
+def derive(record: dict[str, Any], pa: ProblemAnalysis, reference_s: float | None) -> dict[str, Any]:
+    """The record with its model view's fields (DERIVED) added, as rooflines/serialize.py writes them."""
+    return dict(record) | to_dict(model_view(record, pa, reference_s))
 
 
 Group = tuple[str, str, str, int, int]  # (problem, shape, params as JSON, world size, nodes)

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pkroof.rooflines.export import finite
+from pkroof.rooflines.serialize import finite
 
 SCHEMA = "pkroof.record/2"
 OLDER = ("pkroof.record/1",)

@@ -1,13 +1,15 @@
-"""`pkroof report`'s inputs: result records and a topology → the bounds, advice and sweeps the pages show.
+"""`pkroof report`'s inputs: result records and a topology → the typed results its pages show (Report).
 
 Every bound comes from the one analysis (analysis/problem.py) on records read by records/format.py and given
-the model's view by records/evaluate.py; nothing here measures, and nothing a results file names is run.
+the model's view by records/evaluate.py; nothing here measures, and nothing a results file names is run. A page's
+data is the model's own results (Bound, SweepPoint, NodesPoint) in the small frozen dataclasses of
+records/report_data.py.
 """
 
 from __future__ import annotations
 
 import importlib.resources
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ from pkroof.analysis.catalogue import Problem
 from pkroof.analysis.problem import NeedsDataError, ProblemAnalysis, analyze, shipped_workload
 from pkroof.records.evaluate import Group, evaluate, group_of
 from pkroof.records.format import topology_name
+from pkroof.records.report_data import Crossover, Page, Report, Shape
 from pkroof.rooflines.analyze import NODE_COUNTS, NodesPoint, SweepPoint, network_bound_from
 from pkroof.rooflines.analyze import analyze as analyze_workload
 from pkroof.topology import Topology, resolve
@@ -23,25 +26,12 @@ from pkroof.topology.default import default_topology
 REAL_SHAPE = "llama3-70b-tp8"  # an analytic page's shape where a problem has it, else its first real one
 
 
-def _entry(pa: ProblemAnalysis, *, shape: str, world: int, params: dict[str, Any] | None) -> dict[str, Any]:
-    """One analysed shape of a problem (reports/build.py: bounds[name]["shapes"]), its advice beside its bound."""
-    summary = pa.analysis.to_dict()
-    return {
-        "shape": shape,
-        "world_size": world,
-        "params": params,
-        "summary": summary,
-        "advice": summary["recommendation"],
-    }
-
-
-def _with_own(sweep: list[dict[str, Any]], pa: ProblemAnalysis) -> list[dict[str, Any]]:
+def _with_own(sweep: Iterable[SweepPoint], pa: ProblemAnalysis) -> tuple[SweepPoint, ...]:
     """The sweep with this shape's own bound among its points: a chart's roof then passes through every shape that
     is measured or advised, whatever the sweep sampled (a GEMM measured at a shape of its own, a collective at a
     size between the sweep's)."""
-    own = SweepPoint.of(pa.bound).to_dict()
-    points = {(p["size_bytes"], p["flops"]): p for p in [*sweep, own]}
-    return sorted(points.values(), key=lambda p: (p["size_bytes"], p["flops"]))
+    points = {(p.size_bytes, p.flops): p for p in [*sweep, SweepPoint.of(pa.bound)]}
+    return tuple(sorted(points.values(), key=lambda p: (p.size_bytes, p.flops)))
 
 
 def _counts(nodes: list[int]) -> str:
@@ -87,11 +77,11 @@ def _nodes_points(
 
 def _crossover(
     problem: Problem | None, pa: ProblemAnalysis, *, topo: Topology, ranks_per_node: int, dtype: str | None = None
-) -> dict[str, Any] | None:
-    """The bound of `pa`'s shape on 1, 2, 4 … 1024 nodes of `ranks_per_node` ranks joined by the topology's NICs
-    (reports/build.py: bounds[name]["crossover"]), the workload rebuilt at each world size from what ships with
-    pkroof alone (analysis/problem.py: shipped_workload; nothing is traced, no problem file runs); a point that
-    cannot be bounded is left out, and the line `left_out` says why. None on a topology without a network."""
+) -> Crossover | None:
+    """The bound of `pa`'s shape on 1, 2, 4 … 1024 nodes of `ranks_per_node` ranks joined by the topology's NICs,
+    the workload rebuilt at each world size from what ships with pkroof alone (analysis/problem.py:
+    shipped_workload; nothing is traced, no problem file runs); a point that cannot be bounded is left out, and the
+    line `left_out` says why. None on a topology without a network."""
     if topo.nic is None:
         return None
     if problem is None:
@@ -99,20 +89,15 @@ def _crossover(
         points, skipped = [], [(n, why) for n in NODE_COUNTS]
     else:
         points, skipped = _nodes_points(problem, pa, topo, ranks_per_node, dtype)
-    return {
-        "shape": pa.shape,
-        "ranks_per_node": ranks_per_node,
-        "fabric": _fabric(topo),
-        "points": [p.to_dict() for p in points],
-        "network_from": network_bound_from(points),
-        "left_out": _left_out(skipped),
-    }
+    left_out = _left_out(skipped)
+    return Crossover(pa.shape, ranks_per_node, _fabric(topo), tuple(points), network_bound_from(points), left_out)
 
 
-def _meta(pa: ProblemAnalysis, name: str, command: str | None = None) -> dict[str, Any]:
+def _page(name: str, pa: ProblemAnalysis, shapes: tuple[Shape, ...], sweep: tuple[SweepPoint, ...], **kw: Any) -> Page:
     p = pa.problem
-    meta = {"doc": p.summary, "source": p.source} if p else {"doc": f"{name} (a problem file; its workload as traced)"}
-    return meta | ({"command": command} if command else {})
+    if p is None:
+        return Page(name, "user", f"{name} (a problem file; its workload as traced)", shapes=shapes, sweep=sweep, **kw)
+    return Page(name, p.category, p.summary, p.source, shapes=shapes, sweep=sweep, **kw)
 
 
 def _preferred_shape(problem: Any) -> str:
@@ -145,7 +130,7 @@ def _largest(analyses: dict[Group, ProblemAnalysis]) -> dict[str, tuple[Group, P
     out: dict[str, tuple[Group, ProblemAnalysis]] = {}
 
     def weight(pa: ProblemAnalysis) -> tuple[float, float]:
-        return sum(op.size_bytes for op in pa.bound.workload.comm), pa.bound.t_roof_s
+        return pa.bound.workload.comm_bytes, pa.bound.t_roof_s
 
     for group, pa in analyses.items():
         name = group[0]
@@ -160,53 +145,43 @@ def _ranks_per_node(record: dict[str, Any]) -> int:
     return rpn if isinstance(rpn, int) and not isinstance(rpn, bool) and rpn > 0 else record["world_size"]
 
 
-def pages_data(found: list[dict[str, Any]], topo: Topology, log: Callable[[str], None]) -> dict[str, Any]:
-    """The keyword arguments of reports.build.write_report for one topology: measured where there are records
-    (each (shape, world size) bounded and advised at its own parameters), analytic where there are none."""
-    bounds: dict[str, dict[str, Any]] = {}
-    categories, meta, left_out = {}, {}, {}
-    records: list[dict[str, Any]] = []
-    superseded = 0
+def report_of(found: list[dict[str, Any]], topo: Topology, log: Callable[[str], None]) -> Report:
+    """One topology's report: measured where there are records (each (shape, world size) bounded and advised at its
+    own parameters), analytic where there are none."""
     if not found:
-        pages, left_out = _analytic(topo)
+        analytic, left_out = _analytic(topo)
         for name, why in left_out.items():
             log(f"{name}: left out on {topo.name} ({why})")
         command = f"pkroof report --topology {topo.name} (analytic: bound and advice, not measured)"
-        for name, pa in pages.items():
-            entry = _entry(pa, shape=pa.shape, world=pa.bound.system.world_size, params=pa.params)
-            bounds[name] = {"sweep": _with_own([p.to_dict() for p in pa.analysis.sweep], pa), "shapes": [entry]}
-            bounds[name]["crossover"] = _crossover(pa.problem, pa, topo=topo, ranks_per_node=topo.gpus_per_node)
-            categories[name], meta[name] = pa.problem.category, _meta(pa, name, command)
-    else:
-        log(f"{topo.name}: bounding the problems of {len(found)} record{'s' * (len(found) != 1)}")
-        evaluation = evaluate(found, topo, sweep=True, log=log)
-        records, superseded = evaluation.records, evaluation.superseded
-        for (name, shape, _, world, _nodes), pa in evaluation.analyses.items():
-            page = bounds.setdefault(name, {"sweep": [p.to_dict() for p in pa.analysis.sweep], "shapes": []})
-            page["sweep"] = _with_own(page["sweep"], pa)
-            page["shapes"].append(_entry(pa, shape=shape, world=world, params=pa.params))
-            categories[name] = pa.problem.category if pa.problem else "user"
-            meta[name] = _meta(pa, name)
-        for name, (group, pa) in _largest(evaluation.analyses).items():
-            first = next(r for r in records if group_of(r) == group)
-            rpn, dtype = _ranks_per_node(first), first.get("dtype")
-            bounds[name]["crossover"] = _crossover(pa.problem, pa, topo=topo, ranks_per_node=rpn, dtype=dtype)
-    return {
-        "topology": topo,
-        "records": records,
-        "bounds": bounds,
-        "categories": categories,
-        "problems_meta": meta,
-        "left_out": left_out,
-        "superseded": superseded,
-    }
+        pages = {}
+        for name, pa in analytic.items():
+            shape = Shape(pa.shape, pa.params, pa.bound)
+            crossover = _crossover(pa.problem, pa, topo=topo, ranks_per_node=topo.gpus_per_node)
+            sweep = _with_own(pa.analysis.sweep, pa)
+            pages[name] = _page(name, pa, (shape,), sweep, command=command, crossover=crossover)
+        return Report(topo, pages=pages, left_out=left_out)
+    log(f"{topo.name}: bounding the problems of {len(found)} record{'s' * (len(found) != 1)}")
+    evaluation = evaluate(found, topo, sweep=True, log=log)
+    shapes: dict[str, list[Shape]] = {}
+    sweeps: dict[str, tuple[SweepPoint, ...]] = {}
+    for (name, label, _, _world, _nodes), pa in evaluation.analyses.items():
+        shapes.setdefault(name, []).append(Shape(label, pa.params, pa.bound))
+        sweeps[name] = _with_own(sweeps.get(name, pa.analysis.sweep), pa)
+    pages = {}
+    for name, (group, pa) in _largest(evaluation.analyses).items():
+        first = next(r for r in evaluation.records if group_of(r) == group)
+        rpn, dtype = _ranks_per_node(first), first.get("dtype")
+        crossover = _crossover(pa.problem, pa, topo=topo, ranks_per_node=rpn, dtype=dtype)
+        pages[name] = _page(name, pa, tuple(shapes[name]), sweeps[name], crossover=crossover)
+    return Report(topo, tuple(evaluation.records), pages, superseded=evaluation.superseded)
 
 
-def left_out_line(topo: Topology, data: dict[str, Any]) -> str:
+def left_out_line(report: Report) -> str:
     """One log line naming the problems an analytic report left out (the reasons are on its index)."""
-    left_out, pages = data["left_out"], len(data["bounds"])
+    left_out, pages = report.left_out, len(report.pages)
     names = ", ".join(left_out)
-    return f"{topo.name}: {len(left_out)} of {len(left_out) + pages} problems left out (reasons on its index): {names}"
+    total = len(left_out) + pages
+    return f"{report.topology.name}: {len(left_out)} of {total} problems left out (reasons on its index): {names}"
 
 
 def report_topology(found: list[dict[str, Any]], topology: str | None) -> Topology:

@@ -3,14 +3,12 @@ swept over other sizes or shapes of the same problem. Everything that shows a bo
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .advice import Advice, advise
+from .advice import Advice
 from .bound import SCALE_OUT, SCALE_UP, Bound, bound
-from .export import bound_to_dict
 from .system import System
 from .workload import Workload
 
@@ -39,7 +37,7 @@ class SweepPoint:
     @classmethod
     def of(cls, b: Bound) -> SweepPoint:
         return cls(
-            sum(op.size_bytes for op in b.workload.comm),
+            b.workload.comm_bytes,
             b.t_roof_s,
             b.t_compute_s,
             b.t_hbm_s,
@@ -50,20 +48,6 @@ class SweepPoint:
             b.workload.hbm_bytes,
             b.link_bytes_per_rank,
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "size_bytes": self.size_bytes,
-            "flops": self.flops,
-            "hbm_bytes": self.hbm_bytes,
-            "link_bytes": self.link_bytes,
-            "t_roof_s": self.t_roof_s,
-            "compute_s": self.compute_s,
-            "hbm_s": self.hbm_s,
-            "link_s": self.link_s,
-            "latency_s": self.latency_s,
-            "predictions": dict(self.predictions),
-        }
 
 
 NODE_COUNTS = tuple(2**i for i in range(11))  # 1, 2, 4 … 1024 nodes: tests/test_scale.py bounds 8192 GPUs
@@ -97,9 +81,6 @@ class NodesPoint:
             b.t_latency_s,
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
 
 def network_bound_from(points: Iterable[NodesPoint]) -> int | None:
     """The fewest nodes at which the scale-out term exceeds the scale-up term (the network, not the node's own
@@ -109,14 +90,23 @@ def network_bound_from(points: Iterable[NodesPoint]) -> int | None:
 
 @dataclass(frozen=True)
 class Analysis:
-    workload: Workload
+    """A workload's Bound (its predictions and advice) and the roof swept over other sizes or shapes of it."""
+
     bound: Bound
-    advice: Advice | None  # None: nothing to communicate and no peer to do it with (one GPU): no pair to advise
     sweep: tuple[SweepPoint, ...] = field(default=())  # ascending size
 
+    @property
+    def workload(self) -> Workload:
+        return self.bound.workload
+
+    @property
+    def advice(self) -> Advice | None:
+        """None: nothing to communicate and no peer to do it with (one GPU): no pair to advise."""
+        return self.bound.advice
+
     def to_dict(self) -> dict[str, Any]:
-        """`pkroof bound --json`'s object (rooflines/export.py)."""
-        return bound_to_dict(self.bound, self.advice)
+        """`pkroof bound --json`'s object: its Bound's."""
+        return self.bound.to_dict()
 
 
 def analyze(workload: Workload, system: System, *, sweep: Iterable[Workload] = ()) -> Analysis:
@@ -129,6 +119,7 @@ def analyze(workload: Workload, system: System, *, sweep: Iterable[Workload] = (
             "topology with peers (pkroof presets lists them); one GPU bounds a problem of compute and memory alone"
         )
     b = bound(workload, system)
+    if not b.predictions and workload.comm:
+        raise ValueError(f"no mechanism on {system.name} can run {workload.name}")
     points = sorted((SweepPoint.of(bound(w, system)) for w in sweep), key=lambda p: p.size_bytes)
-    advice = advise(b) if (b.predictions or workload.comm) else None
-    return Analysis(workload, b, advice, tuple(points))
+    return Analysis(b, tuple(points))

@@ -3,7 +3,7 @@ predicted time at its size, group and placement, a GEMM's bound at its dtype, an
 
 A collective's workload comes from the same builder the suite's collective problems use
 (rooflines.workloads.collective, as `pkroof bound all-reduce` builds it), bounded by the one analysis
-(rooflines.analysis.analyze); a GEMM's from rooflines.workloads.gemm. Results are cached per distinct shape: a job
+(rooflines.analyze.analyze); a GEMM's from rooflines.builders.gemm. Results are cached per distinct shape: a job
 repeats the same few collectives and GEMMs thousands of times.
 """
 

@@ -632,7 +632,7 @@ _COVER_ENDS = [4 * MiB * (2**c - 1) for c in range(1, 6)] + [124 * MiB + 64 * Mi
 @pytest.mark.parametrize("end", _COVER_ENDS)
 @pytest.mark.parametrize("offset", [-1, -0.5, 0, 0.5, 1])
 def test_copy_engine_chunks_in_closed_form_match_the_halving_schedule_at_every_boundary(end, offset):
-    from pkroof.rooflines.bound import _ce_chunks
+    from pkroof.rooflines.costs import _ce_chunks
 
     assert _ce_chunks(end + offset) == _chunks_by_definition(end + offset)
 
@@ -642,14 +642,14 @@ def test_copy_engine_chunks_in_closed_form_match_the_halving_schedule_at_every_b
 @example(0.0)
 @example(1.0)
 def test_copy_engine_chunks_in_closed_form_match_the_halving_schedule(bytes_per_peer):
-    from pkroof.rooflines.bound import _ce_chunks
+    from pkroof.rooflines.costs import _ce_chunks
 
     assert _ce_chunks(bytes_per_peer) == _chunks_by_definition(bytes_per_peer)
 
 
 def test_copy_engine_chunks_of_a_huge_buffer_take_no_time():
     # 124 MiB in the 5 doubling chunks, then ⌈(1e30 − 124 MiB) / 64 MiB⌉ chunks of 64 MiB: a loop would need ~1.5e22
-    from pkroof.rooflines.bound import _ce_chunks
+    from pkroof.rooflines.costs import _ce_chunks
 
     assert _ce_chunks(1e30) == 5 + math.ceil((1e30 - 124 * MiB) / (64 * MiB))
     assert _ce_chunks(188 * MiB) == 6 and _ce_chunks(188 * MiB + 1) == 7

@@ -63,7 +63,7 @@ def test_the_busiest_rank_sets_each_term_and_is_named(tmp_path):
     per_rank = [sum(op.flops for op in v.compute) for v in w.views()]
     assert sorted(per_rank) == [(r + 1) * 2 * (2 * s * s * d) for r in range(world)]
     b = bound(w, resolve("hgx-h100-8").system(world))
-    assert b.busiest["compute"] == world - 1 and b.flops == world * 2 * (2 * s * s * d)
+    assert b.busiest_rank["compute"] == world - 1 and b.flops == world * 2 * (2 * s * s * d)
     out = _json(str(p.path), "-t", "hgx-h100-8", "-n", str(world))
     assert out["busiest_rank"]["compute"] == world - 1 and out["flops"] == world * 2 * 2 * s * s * d
 
