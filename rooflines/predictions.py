@@ -69,7 +69,7 @@ def _serial(
     declares its CTA count: that many). Anything but NCCL, whose measured rates already include its copies,
     also pays the staging of ordinary tensors through symmetric memory, after the transfers: pkroof's kernels
     on h200x2 measured 5-18% above the sum and 19-55% above the max of the two
-    (benchmarks/kernels/2026-11-30-kernels-h200x2.md)."""
+    (benchmarks/kernels/2026-11-30-variants-h200x2.md)."""
     if m.mechanism is Mechanism.NCCL and m.nccl is not None:
         ctas, used = m.nccl.channels, m.nccl.channels
     elif m.mechanism is Mechanism.NCCL and m.num_ctas_default:
