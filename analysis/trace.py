@@ -42,6 +42,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 from torch.utils.flop_counter import flop_registry
 
 from pkroof.analysis.catalogue import Problem, ProblemError, failure_line, guarded
+from pkroof.analysis.source import SourceFile
 from pkroof.rooflines import Collective, CommOp, ComputeOp, Workload
 from pkroof.rooflines.builders import GEMM_TILE_M, GEMM_TILE_N
 from pkroof.rooflines.workload import RankView
@@ -810,7 +811,7 @@ def trace(problem: Problem, world_size: int, params: dict[str, Any], *, dtype: s
         )
     what = f"tracing {problem.name} at {problem.shape_of(params)} on {world_size} CPU ranks"
     try:
-        where = problem.name if problem.suite else str(problem.path)
+        where = problem.name if problem.suite else (problem.origin or str(problem.path))  # a user's: the bytes read
         return combine(run_ranks(_trace_job, world_size, (where, params), backend="gloo", timeout_s=TRACE_TIMEOUT_S))
     except RankFailedError as e:
         for said in (TraceError, ProblemError):  # the problem's own code raised: the rank said which function
@@ -830,7 +831,8 @@ def trace(problem: Problem, world_size: int, params: dict[str, Any], *, dtype: s
         ) from None
 
 
-def _trace_job(rank: int, world_size: int, path: str, params: dict[str, Any]) -> Workload:
-    from pkroof.analysis.catalogue import load
+def _trace_job(rank: int, world_size: int, where: str | SourceFile, params: dict[str, Any]) -> Workload:
+    from pkroof.analysis.catalogue import load, load_source
 
-    return trace_rank(load(path), rank, world_size, params)
+    problem = load(where) if isinstance(where, str) else load_source(where)
+    return trace_rank(problem, rank, world_size, params)

@@ -11,15 +11,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pkroof.analysis.catalogue import Problem, ProblemError, check_path, is_file, is_suite_problem, load
-from pkroof.analysis.isolated import PRELOAD
+from pkroof.analysis.catalogue import Problem, ProblemError, is_file, is_suite_problem, load
 from pkroof.analysis.problem import NeedsDataError, ProblemAnalysis, analyze, has_torch
+from pkroof.analysis.source import check_path
+from pkroof.analysis.user_file import PRELOAD
 from pkroof.records import format as records
 from pkroof.records.evaluate import derive
 from pkroof.rooflines import DTYPE_BYTES, bus_bandwidth_factor
 from pkroof.rooflines.units import fmt_bytes, fmt_s
 from pkroof.rooflines.workload import workload_to_dict
-from pkroof.runtime.launch import phase, run_isolated
+from pkroof.runtime.isolated import run_isolated
+from pkroof.runtime.launch import phase
 from pkroof.runtime.launched import Control, launched
 from pkroof.topology import Topology, dumps, resolve
 
