@@ -22,7 +22,8 @@ from pkroof.runtime.launch import STARTUP_S
 from pkroof.runtime.launched import Control, Launch, LostError, Outcome, first_failure
 from pkroof.topology import Topology
 
-from .run import Job, _job
+from .job import Job
+from .run import _job
 
 LOST_S = 10.0  # a control silent this long is gone (within --timeout where --timeout is at least this)
 

@@ -26,7 +26,9 @@ from pkroof.runtime.launched import Control, launched
 from pkroof.topology import Topology, dumps, resolve
 
 from .across_nodes import JobLostError, Placement, check_files, follow, job_topology, join, placement, run_launched
-from .run import Job, check_builtin, check_impl_spec, finish, resolve_impl, run_job
+from .implementations import check_builtin, check_impl_spec, resolve_impl
+from .job import Job
+from .run import finish, run_job
 
 REFERENCE_PAIR = {"mechanism": "nccl", "schedule": "serial"}  # PyTorch + torch.distributed: compute, then NCCL
 HEADER = (
