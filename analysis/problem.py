@@ -149,32 +149,37 @@ def shipped_workload(problem: Problem, world_size: int, params: dict[str, Any], 
     return found
 
 
-def _sized(problem: Problem, world_size: int, params: dict[str, Any], dtype: str | None, **kw: Any) -> Workload:
+def sized(
+    problem: Problem, world_size: int, params: dict[str, Any], dtype: str | None = None, **kw: Any
+) -> tuple[dict[str, Any], Workload]:
     """workload_of, with a collective's `size_bytes` that does not split over `world_size` ranks rounded down to
-    one that does (64 MiB over 72 ranks: 67107840 B); the workload's params say the size used."""
+    one that does (64 MiB over 72 ranks: 67107840 B); (the parameters used, the workload)."""
     try:
-        return workload_of(problem, world_size, params, dtype=dtype, **kw)
+        return params, workload_of(problem, world_size, params, dtype=dtype, **kw)
     except ValueError:
         size = params.get("size_bytes")
         if not isinstance(size, int) or whole_size(size, world_size) in (size, 0):
             raise
-        return workload_of(
-            problem, world_size, params | {"size_bytes": whole_size(size, world_size)}, dtype=dtype, **kw
-        )
+        rounded = params | {"size_bytes": whole_size(size, world_size)}
+        return rounded, workload_of(problem, world_size, rounded, dtype=dtype, **kw)
+
+
+def sweep_params(problem: Problem, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """The points of the problem's sweep from `params`: along its size (collectives: SWEEP_SIZES), else across its
+    named shapes."""
+    if "size_bytes" in params:
+        return [params | {"size_bytes": s} for s in SWEEP_SIZES]
+    return [problem.params(name) for name in problem.shapes]
 
 
 def _sweep(
     problem: Problem, params: dict[str, Any], world_size: int, dtype: str | None, run: bool
 ) -> list[Workload] | None:
-    """The problem along its size (collectives: SWEEP_SIZES) or across its named shapes (everything else): what
-    can be had cheaply, a hand-written workload or a trace on meta tensors, never CPU ranks. Not `run`: from the
-    trace cache alone, None where a point would have to run the problem's code."""
-    if "size_bytes" in params:
-        variants = [params | {"size_bytes": s} for s in SWEEP_SIZES]
-    else:
-        variants = [problem.params(name) for name in problem.shapes]
+    """The problem's sweep (sweep_params): what can be had cheaply, a hand-written workload or a trace on meta
+    tensors, never CPU ranks. Not `run`: from the trace cache alone, None where a point would have to run the
+    problem's code."""
     out = []
-    for p in variants:
+    for p in sweep_params(problem, params):
         if not run:
             found = cached_workload(problem, world_size, p, dtype=dtype, cpu_ranks=False)
             if found is None and has_torch():
@@ -182,7 +187,7 @@ def _sweep(
             out += [found] if found is not None else []  # without torch no run could trace it either: skipped
             continue
         try:
-            out.append(_sized(problem, world_size, p, dtype, cpu_ranks=False))
+            out.append(sized(problem, world_size, p, dtype, cpu_ranks=False)[1])
         except ValueError:  # a shape that does not divide by this world size, or one that needs data: off the chart
             continue
     return out
@@ -274,9 +279,10 @@ def _analyze(
     at = p.params(shape, overrides)
     label = p.shape_label(shape, overrides)
     if workload is None:
-        if run:
-            build = _sized if round_size else workload_of
-            workload = build(p, world, at, dtype=dtype, cpu_ranks=cpu_ranks)
+        if run and round_size:
+            workload = sized(p, world, at, dtype, cpu_ranks=cpu_ranks)[1]
+        elif run:
+            workload = workload_of(p, world, at, dtype=dtype, cpu_ranks=cpu_ranks)
         else:
             workload = cached_workload(p, world, at, dtype=dtype, cpu_ranks=cpu_ranks)
             if workload is None and not uses_hand_written(p, dtype) and not has_torch():
