@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pkroof.runtime.deadline import available as alarm_available
 from pkroof.runtime.process_tree import reap_stale_folders
 
 from .catalogue import from_source, is_file, is_suite_problem, load_source
@@ -62,7 +61,9 @@ def _imports_torch(tree: ast.Module) -> bool:
     return any(name.split(".")[0] == "torch" for name in names)
 
 
-def _analyze_here(source: SourceFile, tree: ast.Module, kw: dict[str, Any], timeout_s: float, what: str) -> Any:
+def _analyze_here(
+    source: SourceFile, tree: ast.Module, kw: dict[str, Any], timeout_s: float, what: str
+) -> ProblemAnalysis:
     """The file imported and its workload() called in this process, both stopped at `timeout_s`."""
     from pkroof.runtime import deadline
 
@@ -95,8 +96,11 @@ def analyze_anywhere(problem: str, *, timeout_s: float = ANALYSIS_TIMEOUT_S, **k
         found = analyze_from_cache(known, **kw)
         if found is not None:
             return _detached(found)
-    elif known is not None and declarative(source, tree) and alarm_available():
-        return _analyze_here(source, tree, kw, timeout_s, what)
+    elif known is not None and declarative(source, tree):
+        from pkroof.runtime.deadline import available  # imported where only workload() runs
+
+        if available():
+            return _analyze_here(source, tree, kw, timeout_s, what)
     from pkroof.runtime.isolated import run_isolated  # the launcher, imported where a process starts
 
     return run_isolated(_analyze_apart, (source, kw), timeout_s=timeout_s, what=what, preload=PRELOAD)
