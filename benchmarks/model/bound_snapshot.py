@@ -27,9 +27,8 @@ class _CutError(Exception):
 
 
 def _cases() -> list[list[str]]:
-    from pkroof.topology import PRESETS
-
     from pkroof.analysis.catalogue import suite
+    from pkroof.topology import PRESETS
 
     problems = [(p.name, list(p.shapes)) for p in suite()]
     cases = []
