@@ -12,7 +12,7 @@ blocks per hand-off); CTA c owns tiles c, c + grid, ... on every rank, and the s
 tiles over through the flag slot (c, rank): stage tile k+1, signal it, wait for the peers' tile k, consume
 it, so the wait for one tile overlaps the staging of the next. Symmetric slots are padded to 64 elements and
 peer pointers declared 16-byte aligned: without that Triton emitted scalar 2-byte loads and stores, 2-4×
-slower (benchmarks/kernels/2026-11-30-kernels-h200x2.md). Staging buffers are
+slower (benchmarks/kernels/2026-11-30-variants-h200x2.md). Staging buffers are
 double-buffered by call parity (a per-CTA counter), so a fast rank's next call never overwrites a tile a slow
 peer is still reading: writing half h again needs the peers to have signalled in the call in between, which
 they do only after finishing the call that read half h.

@@ -24,8 +24,8 @@ ITERS = 20
 # nccl-tests times 20 back-to-back iterations. Each sample starts from an idle device and pays a fixed start-up
 # (the graph's first kernel and event, not the collective): at 3 calls per sample it was 5-16 µs per call at
 # 256 KiB on 2xH200 (pkroof all-gather 10.8 µs per call at 3 calls, 5.55 at 20; NCCL 14.4 and 11.3), and still
-# ~3 µs at 9 calls (benchmarks/suite/2026-11-30-timing-h200x2.md). The calls are counted by a short pilot of graph
-# samples of INPUT_SETS calls (their time per call holds a third of the start-up, so it overestimates): sizing by
+# ~3 µs at 9 calls (benchmarks/suite/2026-11-30-sampling-h200x2.md, §0). The calls are counted by a short pilot of
+# graph samples of INPUT_SETS calls (their time per call holds a third of the start-up, so it overestimates): sizing by
 # the eager time, launch costs included, gave host-heavy kernels (the copy engine's: 250-520 µs of host work per
 # call at 1 MiB) 6-9 calls per sample and so 2-3 µs of start-up per call, varying with their host's speed.
 # At most 21 calls, as nccl-tests' 20 iterations: NCCL's time per call grows with the calls in one graph at small

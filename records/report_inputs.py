@@ -18,6 +18,7 @@ from pkroof.records.format import topology_name
 from pkroof.rooflines.analyze import NODE_COUNTS, NodesPoint, SweepPoint, network_bound_from
 from pkroof.rooflines.analyze import analyze as analyze_workload
 from pkroof.topology import Topology, resolve
+from pkroof.topology.default import default_topology
 
 REAL_SHAPE = "llama3-70b-tp8"  # an analytic page's shape where a problem has it, else its first real one
 
@@ -209,9 +210,10 @@ def left_out_line(topo: Topology, data: dict[str, Any]) -> str:
 
 
 def report_topology(found: list[dict[str, Any]], topology: str | None) -> Topology:
-    """The topology to report `found` against: the one named, else the one the records were measured on (h200x2
-    without records). Records measured on another topology, or on several, are refused: their bounds, predictions
-    and fractions of roofline belong to the node they ran on."""
+    """The topology to report `found` against: the one named, else the one the records were measured on, else
+    every command's default (topology/default.py: $PKROOF_TOPOLOGY, the saved probe, hgx-h100-8). Records
+    measured on another topology, or on several, are refused: their bounds, predictions and fractions of roofline
+    belong to the node they ran on."""
     measured_on = sorted({name for r in found if (name := topology_name(r))})
     if len(measured_on) > 1:
         several = f"{len(measured_on)} topologies ({', '.join(measured_on)})"
@@ -224,7 +226,7 @@ def report_topology(found: list[dict[str, Any]], topology: str | None) -> Topolo
                 f"the records were measured on {measured_on[0]!r}, which is not a preset: name its topology file "
                 "(pkroof probe wrote it) with --topology"
             ) from None
-    topo = resolve(topology or "h200x2")
+    topo = resolve(topology or default_topology())
     if measured_on and topo.name != measured_on[0]:
         raise ValueError(
             f"the records were measured on {measured_on[0]}, not {topo.name}: report them against their own "

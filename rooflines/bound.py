@@ -229,7 +229,7 @@ def _cost(
             # every chunk after the first is DMAs of its own, each paying the copy engine's start-up α: with no
             # local work at all, 256 MiB collectives on 2xH200 took 2.75-2.88 µs more per extra chunk (a line
             # through 2-16 chunks; the probe's α: 2.77 µs;
-            # benchmarks/kernels/data/2026-11-30-gemm-rates/call1-ce-sweep.log)
+            # benchmarks/kernels/data/2026-11-30-gemm-rates/gemm-rates-ce-pipeline/ce-sweep.log)
             chunk_latency_s = (_ce_chunks(per_peer) - 1) * model.latency_s
         elif m.mechanism is Mechanism.COPY_ENGINE:  # whole shards: the local reduction follows the last one
             g = min(op.group_size, system.ranks_per_node)
@@ -480,7 +480,7 @@ def _serial(
     declares its CTA count: that many). Anything but NCCL, whose measured rates already include its copies,
     also pays the staging of ordinary tensors through symmetric memory, after the transfers: pkroof's kernels
     on h200x2 measured 5-18% above the sum and 19-55% above the max of the two
-    (benchmarks/kernels/2026-11-30-kernels-h200x2.md)."""
+    (benchmarks/kernels/2026-11-30-variants-h200x2.md)."""
     if m.mechanism is Mechanism.NCCL and m.nccl is not None:
         ctas, used = m.nccl.channels, m.nccl.channels
     elif m.mechanism is Mechanism.NCCL and m.num_ctas_default:

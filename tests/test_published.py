@@ -6,8 +6,9 @@ import dataclasses
 import statistics
 from pathlib import Path
 
-import published_runs as published
 import pytest
+
+from tools import published_runs as published
 
 TABLE = Path(__file__).parent / "data" / "published" / "measurements.csv"
 ROWS = published.read(TABLE)

@@ -125,7 +125,7 @@ def test_an_analytic_report_names_each_problem_left_out_with_the_real_reason(tmp
     assert f"{len(named)} problems left out" in index
 
 
-def test_report_run_without_gpus_is_one_line_and_exit_1(tmp_path, monkeypatch):
+def test_report_run_without_gpus_is_one_line_and_exit_2(tmp_path, monkeypatch):
     import pkroof.topology.probe as probe_module
     from pkroof.runtime.nvml import NA
 
@@ -135,7 +135,7 @@ def test_report_run_without_gpus_is_one_line_and_exit_1(tmp_path, monkeypatch):
 
     monkeypatch.setattr(probe_module, "Nvml", NoGpu)
     result = CliRunner().invoke(app, ["report", "--run", "--out", str(tmp_path / "r")])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # nothing to probe here: bad input
     assert result.stderr.count("\n") == 1 and "no NVIDIA GPU found" in result.stderr
     assert not (tmp_path / "r").exists()  # no half-made report
     assert not (tmp_path / "r-data").exists()  # nor an empty data folder
