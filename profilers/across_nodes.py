@@ -22,8 +22,7 @@ from pkroof.runtime.launch import STARTUP_S
 from pkroof.runtime.launched import Control, Launch, LostError, Outcome, first_failure
 from pkroof.topology import Topology
 
-from .job import Job
-from .run import _job
+from .run import Job, _job
 
 LOST_S = 10.0  # a control silent this long is gone (within --timeout where --timeout is at least this)
 

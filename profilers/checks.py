@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pkroof.analysis.catalogue import Problem
 from pkroof.runtime.launch import phase
 
-from .job import Job
+if TYPE_CHECKING:  # a job (run.py) is only annotated here: run.py imports this module
+    from .run import Job
+
 
 TRIALS = 3  # correctness trials, each on fresh random inputs
 # (rtol, atol) by output dtype: an element is right where |got − want| ≤ atol + rtol·|want|. rtol is about two

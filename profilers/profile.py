@@ -27,8 +27,7 @@ from pkroof.topology import Topology, dumps, resolve
 
 from .across_nodes import JobLostError, Placement, check_files, follow, job_topology, join, placement, run_launched
 from .implementations import check_builtin, check_impl_spec, resolve_impl
-from .job import Job
-from .run import finish, run_job
+from .run import Job, finish, run_job
 
 REFERENCE_PAIR = {"mechanism": "nccl", "schedule": "serial"}  # PyTorch + torch.distributed: compute, then NCCL
 HEADER = (

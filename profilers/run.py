@@ -12,6 +12,7 @@ import platform
 import socket
 import statistics
 import sys
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,8 +23,26 @@ from pkroof.runtime.launch import RankFailedError, RankTimeoutError, phase, run_
 
 from .checks import check
 from .implementations import resolve_impl
-from .job import Job
 from .sampling import ITERS, IncorrectWhileTimedError, Sampler, time_cpu, time_gpu
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job: a (problem, shape, implementation) on `world_size` ranks, with the knobs asked for."""
+
+    problem: str  # suite name or file path
+    shape: str
+    params: dict[str, Any]
+    impl: str  # "reference" or "path/to/file.py:function"
+    world_size: int
+    backend: str  # "nccl" or "gloo"
+    seed: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+    dtype: str | None = None  # `--dtype`: the inputs of the problem's own floating dtype cast to this one
+    iters: int | None = None  # `--iters`: timed samples (None: ITERS)
+    warmup: int | None = None  # `--warmup`: untimed samples first (None: the timing function's own)
+    rtol: float | None = None  # `--rtol`, `--atol`: every floating output's tolerance (None: TOLERANCES')
+    atol: float | None = None
 
 
 def _job(rank: int, world: int, job: Job) -> dict[str, Any]:

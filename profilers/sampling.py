@@ -8,14 +8,16 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pkroof.analysis.catalogue import Problem
 from pkroof.runtime.gpu_state import watches
 from pkroof.runtime.launch import phase
 
 from .checks import agree, as_tuple, cloned, compare, draw_inputs, verdict, widened_reference
-from .job import Job
+
+if TYPE_CHECKING:  # a job (run.py) is only annotated here: run.py imports this module
+    from .run import Job
 
 INPUT_SETS = 3  # timed calls rotate over this many input sets (cold L2 between reuses)
 SAMPLE_SEED = 10_000  # timed samples draw seeds above it (the checks draw seed + 1000, + 2000, + 3000)

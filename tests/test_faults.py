@@ -424,8 +424,7 @@ LOOPBACK = {"0100007F", "00000000000000000000000001000000", "0000000000000000FFF
 def test_every_listening_socket_of_the_ranks_is_on_loopback(tmp_path, pids, monkeypatch):
     import threading
 
-    from pkroof.profilers.job import Job
-    from pkroof.profilers.run import run_job
+    from pkroof.profilers.run import Job, run_job
 
     for key in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
         monkeypatch.delenv(key, raising=False)

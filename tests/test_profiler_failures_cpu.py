@@ -18,9 +18,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from pkroof.profilers.checks import compare, verdict  # noqa: E402
-from pkroof.profilers.job import Job  # noqa: E402
 from pkroof.profilers.profile import topology_ref  # noqa: E402
-from pkroof.profilers.run import run_job  # noqa: E402
+from pkroof.profilers.run import Job, run_job  # noqa: E402
 from pkroof.records import format as records  # noqa: E402
 from pkroof.runtime.launch import RankFailedError, _failed  # noqa: E402
 from pkroof.topology import resolve  # noqa: E402

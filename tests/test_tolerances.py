@@ -9,8 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from pkroof.profilers.checks import TOLERANCES, _widened, compare, tolerance  # noqa: E402
-from pkroof.profilers.job import Job  # noqa: E402
-from pkroof.profilers.run import run_job  # noqa: E402
+from pkroof.profilers.run import Job, run_job  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "problems"
 RUNNING_SUM = str(DATA / "bf16_running_sum.py")

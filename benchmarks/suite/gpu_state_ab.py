@@ -18,8 +18,7 @@ from pkroof.runtime.launch import keep_multicast_off
 keep_multicast_off()  # before torch
 
 from pkroof.analysis.catalogue import load  # noqa: E402
-from pkroof.profilers.job import Job  # noqa: E402
-from pkroof.profilers.run import run_job  # noqa: E402
+from pkroof.profilers.run import Job, run_job  # noqa: E402
 from pkroof.rooflines.units import parse_size  # noqa: E402
 
 ROUNDS = 3

@@ -43,7 +43,7 @@ def _rank(rank: int, world: int, name: str, params: dict) -> list[tuple[float, f
     import torch
 
     from pkroof.analysis.catalogue import load
-    from pkroof.profilers.job import Job
+    from pkroof.profilers.run import Job
     from pkroof.profilers.sampling import Sampler, time_cpu
 
     problem = load(name)
