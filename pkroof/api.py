@@ -1,11 +1,12 @@
 """The Python API: `pkroof.bound`, `pkroof.advise` and `pkroof.profile`, as thin as the CLI.
 
-`bound` and `advise` take the CLI's route (`pkroof.analysis.user_file.analyze_anywhere`: a suite problem analysed
-here; a user's problem file answered from the trace cache without running it, or a hand-written workload() of a file of definitions called here under an alarm, else the file in a process of its own, each stopped after `timeout_s`) and return
-the model's own results: a `Bound` (rooflines/bound.py) whose attributes include every key of `pkroof bound --json`
-(`Bound.to_dict()` is that object), and its `Advice` (rooflines/advice.py), whose attributes include every key of
-`pkroof advise --json`. `profile` runs the profiler and returns its records with the model's fields computed
-(records/evaluate.py). Bad input is a ValueError of one line, as the CLI's one line on stderr.
+`bound` and `advise` take the CLI's route (`pkroof.analysis.user_file.analyze_anywhere`): a suite problem analysed
+here; a user's problem file answered from the trace cache without running it, or a hand-written workload() of a file
+of definitions called here under an alarm, else the file in a process of its own, each stopped after `timeout_s`.
+They return the model's own results: a `Bound` (rooflines/bound.py) whose attributes include every key of `pkroof
+bound --json` (`Bound.to_dict()` is that object), and its `Advice` (rooflines/advice.py), whose attributes include
+every key of `pkroof advise --json`. `profile` runs the profiler and returns its records with the model's fields
+computed (records/evaluate.py). Bad input is a ValueError of one line, as the CLI's one line on stderr.
 """
 
 from __future__ import annotations
