@@ -1,1 +1,6 @@
-"""A job's profiler traces: read, classify, size, match ranks, steps, exposed communication, opportunities."""
+"""A job's profiler traces: read, classify and size every GPU kernel, bound it, match collectives across ranks,
+break each step down, and rank what to hand-tune first (docs/trace.md)."""
+
+from .analyze import SCHEMA, TraceResult, analyze_traces, to_dict
+
+__all__ = ["SCHEMA", "TraceResult", "analyze_traces", "to_dict"]
