@@ -195,3 +195,29 @@ def test_a_shape_the_model_cannot_split_is_named_not_guessed():
 
 def test_the_saving_says_it_is_a_prediction():
     assert "predict" in opportunities.find(_far_all_reduce(), TOPO).attrs["note"]
+
+
+def test_from_kineto_traces_to_a_fused_opportunity(tmp_path):
+    """Two ranks' traces (tests/runs_traces.py), each a GEMM [0, 500) µs and its reduce-scatter [500, 800) µs,
+    read by analyze_traces: one opportunity of 2 instances, the GEMM as aten::mm's shapes give it."""
+    from runs_traces import Synthetic, nccl_args
+
+    from pkroof.runs import analyze_traces
+
+    m, n, k = 8192, 8192, 3584
+    files = []
+    for rank in (0, 1):
+        t = Synthetic(rank=rank, world=2)
+        t.step(1, -10, 1000)  # holds the GEMM's launch, 1 µs before it starts
+        dims, types = [[m, k], [k, n]], ["c10::BFloat16"] * 2
+        t.kernel("nvjet_tst_256x128_64x4_2x1_v_bz_coopB_TNN", 0, 500, op="aten::mm", dims=dims, types=types)
+        rs = nccl_args("_reduce_scatter_base", m * n, "BFloat16", [0, 1], out=m * n // 2)
+        t.kernel("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", 500, 300, stream=20, args=rs)
+        files.append(t.write(tmp_path / f"rank{rank}.json"))
+    r = analyze_traces(files, topology=TOPO)
+    (row,) = r.opportunities[r.opportunities["kind"] == "gemm-reduce-scatter"].itertuples()
+    advised = pkroof.advise("gemm-reduce-scatter", topology=TOPO, world_size=2,
+                            params={"tokens": m, "in_features": 2 * k, "out_features": n})  # fmt: skip
+    measured = 500e-6 + 300e-6  # the GEMM, and the whole reduce-scatter: both ranks arrived at 500 µs, nothing hides it
+    assert (row.instances, row.ranks, row.group_size) == (2, "0,1", 2)
+    assert row.saving_s == pytest.approx(2 * (measured - min(measured, advised.t_s)))
