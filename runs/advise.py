@@ -15,6 +15,8 @@ from pkroof.rooflines import workloads as builders
 from pkroof.rooflines.analysis import analyze
 from pkroof.topology import Topology, resolve
 
+from .model import placement
+
 # the trace's collective names (runs' kernels frame) → the model's
 COLLECTIVES = {
     "all_reduce": Collective.ALL_REDUCE,
@@ -97,10 +99,16 @@ def as_topology(topology: Topology | str) -> Topology:
     return topology if isinstance(topology, Topology) else resolve(topology)
 
 
-def system_for(topology: Topology, group_size: int) -> System:
-    """The System of a group of `group_size` ranks placed as densely as the topology's nodes allow (a TP or EP
-    group sits inside a node where it fits); more ranks than the topology has: as many of its nodes as hold them."""
-    per_node = min(group_size, topology.gpus_per_node)
+def ranks_per_node(topology: Topology, group: str | None, group_size: int) -> int:
+    """How many of a group's ranks share a node: its listed ranks placed as runs/model.py places them for the roof
+    (torchrun's order), else as densely as the nodes allow."""
+    return placement(group, group_size, topology.gpus_per_node)[1]
+
+
+def system_for(topology: Topology, group_size: int, per_node: int | None = None) -> System:
+    """The System of a group of `group_size` ranks, `per_node` of them on a node (default: as densely as the
+    topology's nodes allow); more ranks than the topology has: as many of its nodes as hold them."""
+    per_node = min(group_size, per_node or topology.gpus_per_node)
     nodes = math.ceil(group_size / per_node)
     if nodes > topology.nodes:
         topology = topology.with_nodes(nodes)
@@ -125,24 +133,38 @@ def _advised(workload: Workload, system: System) -> Advised:
 
 
 def advise_collective(
-    topology: Topology | str, collective: str, size_bytes: float, dtype: str | None, group_size: int
+    topology: Topology | str,
+    collective: str,
+    size_bytes: float,
+    dtype: str | None,
+    group_size: int,
+    per_node: int | None = None,
 ) -> Advised:
-    """The advice for one collective as the trace sized it (nccl-tests' convention); a ValueError of one line where
-    the model cannot take it (an unknown collective, a size that does not split into whole elements per rank)."""
+    """The advice for one collective as the trace sized it (nccl-tests' convention), `per_node` of its ranks on a
+    node; a ValueError of one line where the model cannot take it (an unknown collective, a size that does not split
+    into whole elements per rank)."""
     kind = COLLECTIVES.get(collective)
     if kind is None:
         raise ValueError(f"{collective}: not a collective the model knows")
     topo = as_topology(topology)
     group = 2 if kind is Collective.SEND_RECV else group_size
     w = builders.collective(kind, group, model_dtype(dtype) or BYTES_ONLY, size=int(size_bytes))
-    return _advised(w, system_for(topo, group))
+    return _advised(w, system_for(topo, group, per_node))
 
 
 def advise_fusion(
-    topology: Topology | str, fusion: str, group_size: int, dtype: str, *, m: int, n: int, k: int
+    topology: Topology | str,
+    fusion: str,
+    group_size: int,
+    dtype: str | None,
+    *,
+    m: int,
+    n: int,
+    k: int,
+    per_node: int | None = None,
 ) -> Advised:
-    """The advice for a GEMM (this rank's m, n, k) fused with its collective over `group_size` ranks
-    (FUSIONS names them)."""
+    """The advice for a GEMM (this rank's m, n, k) fused with its collective over `group_size` ranks, `per_node` of
+    them on a node (FUSIONS names the fusions)."""
     topo = as_topology(topology)
     w = FUSIONS[fusion](group_size, model_dtype(dtype) or BYTES_ONLY, m=m, n=n, k=k)
-    return _advised(w, system_for(topo, group_size))
+    return _advised(w, system_for(topo, group_size, per_node))

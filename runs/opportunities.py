@@ -62,7 +62,8 @@ COLUMNS = (
     # what a problem file is written from
     "kind", "collective", "bytes", "dtype", "group_size", "gemm_m", "gemm_n", "gemm_k", "instances", "ranks",
 )  # fmt: skip
-SIGNATURE = ["collective", "bytes", "dtype", "group_size"]  # the same collective at the same size on the same group
+# the same collective at the same size over a group of the same size and placement
+SIGNATURE = ["collective", "bytes", "dtype", "group_size", "per_node"]
 NOT_COMPUTE = frozenset({"communication", "copy", "memset"})  # the steps frame's compute: neither of these
 PRODUCED = {"reduce_scatter": "gemm-reduce-scatter", "all_reduce": "gemm-all-reduce", "all_to_all": "gemm-all-to-all"}
 CONSUMED = {"all_gather": "all-gather-gemm", "all_to_all": "all-to-all-gemm"}
@@ -109,9 +110,10 @@ def overlapped_us(intervals: pd.DataFrame, compute: pd.DataFrame) -> np.ndarray:
     return out
 
 
-def communication(kernels: pd.DataFrame, collectives: pd.DataFrame | None) -> pd.DataFrame:
+def communication(kernels: pd.DataFrame, collectives: pd.DataFrame | None, topology: Topology) -> pd.DataFrame:
     """The communication kernels with their transfer interval [t0_us, t1_us) (after the last rank of the group
-    arrived), transfer_us, and exposed_us (the transfer not overlapped by compute on the rank)."""
+    arrived), transfer_us, exposed_us (the transfer not overlapped by compute on the rank) and per_node (how many of
+    its group's ranks share a node on `topology`)."""
     comm = kernels[kernels["category"] == "communication"].copy()
     comm["t1_us"] = comm["start_us"] + comm["dur_us"]
     last = np.full(len(comm), np.nan)
@@ -121,6 +123,12 @@ def communication(kernels: pd.DataFrame, collectives: pd.DataFrame | None) -> pd
         last = joined["start_us_last"].to_numpy(float)
     comm["t0_us"] = np.fmax(comm["start_us"].to_numpy(float), last)  # fmax: NaN (unmatched) takes the start
     comm["transfer_us"] = (comm["t1_us"] - comm["t0_us"]).clip(lower=0.0)
+    sized = comm["group_size"].notna()
+    comm["per_node"] = pd.Series(pd.NA, index=comm.index, dtype="Int64")
+    comm.loc[sized, "per_node"] = [
+        advise.ranks_per_node(topology, group if isinstance(group, str) else None, int(size))
+        for group, size in zip(comm.loc[sized, "group"], comm.loc[sized, "group_size"], strict=True)
+    ]
     compute = kernels[~kernels["category"].isin(NOT_COMPUTE)]
     covered = overlapped_us(comm[["rank", "t0_us", "t1_us"]], compute) if len(comm) else np.zeros(0)
     comm["exposed_us"] = (comm["transfer_us"] - covered).clip(lower=0.0)
@@ -160,10 +168,10 @@ def _far_below_roof(comm: pd.DataFrame, topology: Topology, far: float, skipped:
     sized = comm["bytes"].notna() & comm["group_size"].notna() & comm["collective"].notna()
     slow = comm[sized & (comm["fraction_of_roof"] < far)]
     rows = []
-    for (collective, size, dtype, group), g in slow.groupby(SIGNATURE, dropna=False, sort=False):
+    for (collective, size, dtype, group, per_node), g in slow.groupby(SIGNATURE, dropna=False, sort=False):
         dtype = None if pd.isna(dtype) else dtype
         try:
-            a = advise.advise_collective(topology, collective, size, dtype, int(group))
+            a = advise.advise_collective(topology, collective, size, dtype, int(group), int(per_node))
         except ValueError as e:
             skipped.append(f"{collective} of {fmt_bytes(size)} over {int(group)} ranks: {e}")
             continue
@@ -214,7 +222,7 @@ def _paired(comm: pd.DataFrame, gemms: pd.DataFrame, names: dict[str, str], *, p
     """Each collective of `names` beside the GEMM the rule pairs it with, where the bytes match; `gap_us` the time
     between them."""
     c = comm[comm["collective"].isin(names) & comm["bytes"].notna() & comm["group_size"].notna()]
-    c = _keyed(c[["rank", "step", "name", "correlation", "start_us", "t1_us", "exposed_us", *SIGNATURE]])
+    c = _keyed(c[["rank", "step", "name", "correlation", "start_us", "t1_us", "exposed_us", "group", *SIGNATURE]])
     own = ["start_us", "end_us", "dur_us", "name", "correlation", "dtype"]  # the GEMM's, as g_start_us, ...
     g = _keyed(gemms)[["_rank", "_step", *own, "gemm_m", "gemm_n", "gemm_k"]]
     g = g.rename(columns={col: f"g_{col}" for col in own})
@@ -256,11 +264,13 @@ def _fusions(kernels: pd.DataFrame, comm: pd.DataFrame, topology: Topology, skip
         return []
     pairs["dtype_used"] = pairs["dtype"].fillna(pairs["g_dtype"])
     rows = []
-    keys = ["fusion", "group_size", "dtype_used", "gemm_m", "gemm_n", "gemm_k", "collective", "bytes"]
-    for (fusion, group, dtype, m, n, k, collective, size), g in pairs.groupby(keys, dropna=False, sort=False):
+    keys = ["fusion", "group_size", "per_node", "dtype_used", "gemm_m", "gemm_n", "gemm_k", "collective", "bytes"]
+    for key, g in pairs.groupby(keys, dropna=False, sort=False):
+        fusion, group, per_node, dtype, m, n, k, collective, size = key
         dtype = None if pd.isna(dtype) else dtype
+        dims = {"m": int(m), "n": int(n), "k": int(k), "per_node": int(per_node)}
         try:
-            a = advise.advise_fusion(topology, fusion, int(group), dtype, m=int(m), n=int(n), k=int(k))
+            a = advise.advise_fusion(topology, fusion, int(group), dtype, **dims)
         except ValueError as e:
             skipped.append(f"{fusion} {int(m)}×{int(n)}×{int(k)} over {int(group)} ranks: {e}")
             continue
@@ -310,7 +320,7 @@ def find(result: Any, topology: Topology | str, *, far_below: float = FAR_BELOW_
     topo = advise.as_topology(topology)
     kernels = result.kernels
     skipped: list[str] = []
-    comm = communication(kernels, getattr(result, "collectives", None))
+    comm = communication(kernels, getattr(result, "collectives", None), topo)
     rows = _far_below_roof(comm, topo, far_below, skipped) + _fusions(kernels, comm, topo, skipped)
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     frame = frame[frame["saving_s"] > 0].sort_values("saving_s", ascending=False, kind="stable")

@@ -161,7 +161,7 @@ def test_an_all_to_all_that_matches_both_ways_takes_the_nearer_gemm():
     # top-1 routing: the combine's bytes (m × hidden) are also the next layer's projection's A; the combine's
     # producer ended 0 µs before it, the next GEMM starts 50 µs after it: the producer wins
     r = result([*_moe()[1:], gemm(8192, 1024, 4096, start_us=2650.0, dur_us=100.0)])
-    pairs = opportunities.fusion_pairs(r.kernels, opportunities.communication(r.kernels, r.collectives))
+    pairs = opportunities.fusion_pairs(r.kernels, opportunities.communication(r.kernels, r.collectives, resolve(TOPO)))
     assert list(pairs["fusion"]) == ["gemm-all-to-all"] and list(pairs["gap_us"]) == [0.0]
 
 
