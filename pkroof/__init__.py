@@ -4,13 +4,26 @@
     b = pkroof.bound("all-reduce", topology="h200x2", size="256MiB")   # b.t_roof_s, b.limiter, b.predictions
     r = pkroof.advise("gemm-reduce-scatter", shape="llama3-70b-tp8")  # r.mechanism, r.schedule, r.reason
     records = pkroof.profile("all-reduce", size="64M")                 # checked, timed, with the model's fields
+    job = pkroof.trace("traces/", topology="hgx-h100-8")               # job.kernels, job.steps: DataFrames
 
 The API (pkroof/api.py) is imported on first use, so `import pkroof` stays cheap: no torch, no pandas.
 """
 
 __version__ = "0.1.0"
 
-_API = ("bound", "advise", "profile", "sizes", "Bound", "Prediction", "Recommendation", "Terms", "LinkTerm", "Comm")
+_API = (
+    "bound",
+    "advise",
+    "profile",
+    "trace",
+    "sizes",
+    "Bound",
+    "Prediction",
+    "Recommendation",
+    "Terms",
+    "LinkTerm",
+    "Comm",
+)
 __all__ = ["__version__", *_API]
 
 

@@ -302,3 +302,19 @@ def profile(
         nodes=nodes,
     )
     return evaluate(written, resolve(topology), log=lambda line: None).records
+
+
+def trace(
+    paths: str | Path | Sequence[str | Path],
+    *,
+    topology: str | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> Any:
+    """`pkroof trace`: a job's torch.profiler traces (files, folders or globs; one file per rank) → a TraceResult
+    (pkroof.runs.analyze.TraceResult) whose `kernels`, `collectives`, `steps` and `opportunities` are pandas
+    DataFrames with the columns of `pkroof trace --json` (docs/trace.md), and its topology, the reason it was chosen,
+    ranks, notes and unsized counts. `topology`: a preset or topology file (default: matched from the traces).
+    `progress(files_read, files, path)` after each file. Bad input is a ValueError of one line."""
+    from pkroof.runs import analyze_traces
+
+    return analyze_traces(paths, topology=topology, progress=progress)

@@ -542,6 +542,41 @@ def topology_import(
     _echo(f"wrote {out}")
 
 
+TraceTopo = Annotated[
+    str | None,
+    typer.Option(
+        "--topology", "-t", metavar="NAME|FILE", help="preset or topology file (default: matched from the traces)"
+    ),
+]
+
+
+@app.command("trace")
+def trace_cmd(
+    traces: Annotated[
+        list[str], typer.Argument(metavar="TRACES...", help="torch.profiler traces: files, folders, globs")
+    ],
+    topology: TraceTopo = None,
+    as_json: Annotated[bool, typer.Option("--json", help="the whole result as JSON (schema pkroof.trace/1)")] = False,
+    out: Annotated[Path | None, typer.Option("--out", metavar="DIR", help="write DIR/trace.json (--json's)")] = None,
+) -> None:
+    """Bound every GPU kernel of a job's profiler traces (one file per rank), match its collectives across ranks,
+    break each step into compute, communication, exposed communication and idle, and rank what to hand-tune first."""
+    from pkroof.runs import analyze_traces, to_dict
+    from pkroof.show_trace import progress_bar, trace_text
+
+    try:
+        with progress_bar() as progress:
+            result = analyze_traces(traces, topology=topology, progress=progress)
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "trace.json").write_text(strict_json(to_dict(result)) + "\n")
+    except ValueError as e:
+        _fail(str(e))
+    except OSError as e:
+        _fail(f"{e.filename or out}: {e.strerror or e}")
+    _echo(strict_json(to_dict(result)) if as_json else trace_text(result, wrote=out))
+
+
 @app.command("bound")
 def bound_cmd(
     problem: Problem,

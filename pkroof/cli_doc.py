@@ -28,6 +28,7 @@ COMMANDS = {
     "topology refit": "pkroof topology refit node.json --out node-refit.json",
     "topology calibrate": "pkroof topology calibrate node.json pkroof-results/results.jsonl --max-size 1MiB",
     "topology import": "pkroof topology import h200x2 all_reduce_perf.txt nvbandwidth.json --out h200x2-mine.json",
+    "trace": "pkroof trace traces/ --topology dgx-a100-8 --out trace-report",
 }
 # one example per option, the command's own where it differs from the rest
 OPTIONS = {
@@ -72,6 +73,8 @@ PER_COMMAND = {
     ("topology import", "--out"): "--out h200x2-mine.json",
     ("topology import", "--name"): "--name h200x2-mine",
     ("topology show", "--nodes"): "--nodes 2",
+    ("trace", "--topology"): "-t hgx-h100-8@2",
+    ("trace", "--out"): "--out trace-report",
 }
 HEAD = """# The pkroof command line
 

@@ -10,6 +10,7 @@ send/recv: the message.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -124,9 +125,15 @@ def collective_of_arg(text: str | None) -> str | None:
 
 
 def category_of(kernel: Kernel, op: str | None) -> str:
+    """The kernel's category: its own for a memcpy or memset, else from its name (and its operator, for a name of
+    no known family)."""
     if kernel.kind != "kernel":
         return kernel.kind
-    name = kernel.name
+    return _category_of_name(kernel.name, op in GEMM_OPS)
+
+
+@functools.lru_cache(maxsize=1 << 16)  # a job repeats a few hundred kernel names millions of times
+def _category_of_name(name: str, gemm_op: bool) -> str:
     if _COMM_NAME.match(name):
         return "communication"
     if _ATTENTION_NAME.search(name):
@@ -137,7 +144,7 @@ def category_of(kernel: Kernel, op: str | None) -> str:
         return "gemm"
     if _MEMORY_NAME.search(name):
         return "memory"
-    if op in GEMM_OPS:  # a kernel named by none of the families, launched by a matmul operator
+    if gemm_op:  # a kernel named by none of the families, launched by a matmul operator
         return "gemm"
     return "other"
 

@@ -63,9 +63,13 @@ def _ranks(traces: list[RankTrace], notes: list[str]) -> dict[int, RankTrace]:
             rank = 0
             notes.append(f"{t.path}: no distributedInfo rank; taken as rank 0")
         if rank is None:
-            raise ValueError(f"{t.path}: which rank it is is not recorded (no distributedInfo, no 'rank-N' in its name)")
+            raise ValueError(
+                f"{t.path}: which rank it is is not recorded (no distributedInfo, no 'rank-N' in its name)"
+            )
         if rank in out:
-            raise ValueError(f"ranks from different jobs, or one file twice: {out[rank].path} and {t.path} are rank {rank}")
+            raise ValueError(
+                f"ranks from different jobs, or one file twice: {out[rank].path} and {t.path} are rank {rank}"
+            )
         t.rank = rank
         out[rank] = t
     return out

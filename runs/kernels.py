@@ -18,10 +18,33 @@ from .classify import GEMM_OPS, category_of, collective_of_arg, size_collective,
 from .model import Model, placement
 from .read import Kernel, Op, RankTrace
 
-COLUMNS = (
-    "rank stream name start_us dur_us correlation step op category collective bytes dtype group_size group seq "
-    "flops gemm_m gemm_n gemm_k gemm_batch t_roof_s t_nccl_s fraction_of_roof busbw_GBps unsized"
-).split()
+COLUMNS = [
+    "rank",
+    "stream",
+    "name",
+    "start_us",
+    "dur_us",
+    "correlation",
+    "step",
+    "op",
+    "category",
+    "collective",
+    "bytes",
+    "dtype",
+    "group_size",
+    "group",
+    "seq",
+    "flops",
+    "gemm_m",
+    "gemm_n",
+    "gemm_k",
+    "gemm_batch",
+    "t_roof_s",
+    "t_nccl_s",
+    "fraction_of_roof",
+    "busbw_GBps",
+    "unsized",
+]
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,20 @@ import pandas as pd
 
 from .intervals import length, subtract, union
 
-COLLECTIVE_COLUMNS = (
-    "group seq collective bytes group_size ranks start_us_first start_us_last transfer_s wait_s last_rank".split()
-)
-STEP_COLUMNS = "rank step wall_s compute_s communication_s exposed_communication_s idle_s".split()
+COLLECTIVE_COLUMNS = [
+    "group",
+    "seq",
+    "collective",
+    "bytes",
+    "group_size",
+    "ranks",
+    "start_us_first",
+    "start_us_last",
+    "transfer_s",
+    "wait_s",
+    "last_rank",
+]
+STEP_COLUMNS = ["rank", "step", "wall_s", "compute_s", "communication_s", "exposed_communication_s", "idle_s"]
 COMPUTE = frozenset({"gemm", "attention", "memory", "other"})  # copies and memsets are neither compute nor comm
 
 

@@ -22,7 +22,13 @@ from typing import Any
 
 import msgspec
 
-GPU_CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "copy", "gpu_memset": "memset", "memcpy": "copy", "memset": "memset"}
+GPU_CATEGORIES = {
+    "kernel": "kernel",
+    "gpu_memcpy": "copy",
+    "gpu_memset": "memset",
+    "memcpy": "copy",
+    "memset": "memset",
+}
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "runtime"})
 OP_CATEGORIES = frozenset({"cpu_op", "user_annotation", "operator"})
 GRAPH_LAUNCHES = frozenset({"cudaGraphLaunch", "cudaGraphLaunch_v10000", "cuGraphLaunch", "hipGraphLaunch"})

@@ -112,3 +112,25 @@ class Synthetic:
         data = json.dumps(self.doc).encode()
         path.write_bytes(gzip.compress(data) if gz else data)
         return path
+
+
+def profile_gloo_rank(rank: int, world: int, folder: str) -> str:
+    """Under torch.profiler (CPU activity, record_shapes, a schedule of 2 active steps) run a matmul and an
+    all-reduce over gloo for 3 steps; export this rank's Chrome trace to `folder`/rank<rank>.json."""
+    import torch
+    import torch.distributed as dist
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    path = str(Path(folder) / f"rank{rank}.json")
+    x = torch.ones(64, 32)
+    with profile(
+        activities=[ProfilerActivity.CPU],
+        record_shapes=True,
+        schedule=schedule(wait=0, warmup=1, active=2),
+        on_trace_ready=lambda p: p.export_chrome_trace(path),
+    ) as prof:
+        for _ in range(3):
+            y = x @ x.T
+            dist.all_reduce(y)
+            prof.step()
+    return path

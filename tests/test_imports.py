@@ -15,6 +15,7 @@ ROOMS = {  # folder → the package under which it installs (pyproject.toml)
     "kernels": "pkroof.kernels",
     "profilers": "pkroof.profilers",
     "reports": "pkroof.reports",
+    "runs": "pkroof.runs",
     "pkroof": "pkroof",
 }
 # which of pkroof's rooms each room may import (itself always); third-party rules are below
@@ -24,8 +25,9 @@ MAY = {
     "topology": {"rooflines", "runtime"},
     "kernels": {"rooflines", "runtime"},
     "profilers": {"kernels", "rooflines", "topology", "runtime"},
-    "reports": {"profilers", "kernels", "rooflines", "topology"},
-    "pkroof": {"reports", "profilers", "kernels", "rooflines", "topology", "runtime"},
+    "reports": {"profilers", "kernels", "rooflines", "topology", "runs"},
+    "runs": {"rooflines", "topology"},  # a job's traces: read as data, bounded on the model; never run, never plotted
+    "pkroof": {"reports", "profilers", "kernels", "rooflines", "topology", "runtime", "runs"},
 }
 # modules of a room another room may import, where it may import only some (reports read records, never run ranks)
 ONLY = {
@@ -38,6 +40,7 @@ MUST_NOT = {  # third-party packages a room must not import
     "kernels": {"plotly", "pandas", "jinja2", "pynvml"},
     "profilers": {"plotly", "pandas", "jinja2"},
     "runtime": {"plotly", "pandas", "jinja2"},
+    "runs": {"torch", "triton", "pynvml", "plotly", "jinja2"},
 }
 
 
@@ -118,14 +121,23 @@ def test_every_room_imports_only_the_rooms_it_may():
 
 
 def test_the_rules_catch_what_they_forbid(tmp_path):
-    # a rooflines module that imports torch and the profiler, and a report that starts ranks: three violations
+    # a rooflines module that imports torch and the profiler, a report that starts ranks, and a trace reader that
+    # imports torch, a problem and plotly: six violations
     (tmp_path / "bound.py").write_text("import torch\nfrom pkroof.profilers import run\n")
     (tmp_path / "job.py").write_text("from pkroof.profilers.run import run_job\nfrom pkroof.profilers import records\n")
-    fake = {"pkroof.rooflines.bound": tmp_path / "bound.py", "pkroof.reports.job": tmp_path / "job.py"}
+    (tmp_path / "read.py").write_text("import torch\nfrom pkroof.kernels import catalogue\nimport plotly\n")
+    fake = {
+        "pkroof.rooflines.bound": tmp_path / "bound.py",
+        "pkroof.reports.job": tmp_path / "job.py",
+        "pkroof.runs.read": tmp_path / "read.py",
+    }
     assert violations(fake) == [
         "bound.py:1: rooflines imports torch",
         "bound.py:2: rooflines imports pkroof.profilers.run",
         "job.py:1: reports imports pkroof.profilers.run",
+        "read.py:1: runs imports torch",
+        "read.py:2: runs imports pkroof.kernels.catalogue",
+        "read.py:3: runs imports plotly",
     ]
 
 
