@@ -9,7 +9,7 @@ import shutil
 
 import pandas as pd
 import pytest
-from runs_traces import Synthetic, nccl_args
+from trace_frames import two_rank_job
 
 from pkroof.reports import trace_figures
 from pkroof.reports.trace_page import trace_page, write_trace_page
@@ -88,25 +88,9 @@ def test_the_kernel_figure_colours_by_category_most_time_on_top():
 
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory):
-    """Two ranks, three steps: a GEMM, its reduce-scatter partly hidden by an elementwise kernel, a copy, an
-    all-reduce far below its roof whose kernel name is hostile; opportunities with their problem files."""
+    """A two-rank job's traces (trace_frames.two_rank_job) analysed, with the opportunities' problem files."""
     folder = tmp_path_factory.mktemp("trace")
-    m, n, k = 8192, 8192, 3584
-    files = []
-    for rank in (0, 1):
-        t = Synthetic(rank=rank, world=2)
-        for step in (1, 2, 3):
-            at = step * 2000
-            t.step(step, at - 10, at + 1500)
-            t.kernel("nvjet_tst_256x128", at, 500, op="aten::mm", dims=[[m, k], [k, n]], types=["c10::BFloat16"] * 2)
-            rs = nccl_args("_reduce_scatter_base", m * n, "BFloat16", [0, 1], out=m * n // 2)
-            t.kernel("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", at + 500, 500, stream=20, args=rs)
-            t.kernel("void at::native::vectorized_elementwise_kernel<4>", at + 600, 100, op="aten::add")
-            t.kernel("Memcpy DtoD (Device -> Device)", at + 1100, 50, cat="gpu_memcpy")
-            ar = nccl_args("allreduce", 2**20, "BFloat16", [0, 1])
-            t.kernel(f"ncclDevKernel_AllReduce_Sum_bf16 {HOSTILE}", at + 1200, 300, stream=20, args=ar)
-        files.append(t.write(folder / f"rank{rank}.json"))
-    result = analyze_traces(files, topology="hgx-h100-8")
+    result = analyze_traces(two_rank_job(folder, hostile=HOSTILE), topology="hgx-h100-8")
     out = folder / "out"
     result = dataclasses.replace(result, opportunities=problem_files.write(result.opportunities, out))
     return result, write_trace_page(result, out)

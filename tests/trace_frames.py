@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 
@@ -66,3 +67,27 @@ def result(kernels: list[dict], collectives: list[dict] | None = None, steps: li
     c = pd.DataFrame(collectives or [], columns=list(COLLECTIVE_COLUMNS))
     s = pd.DataFrame(steps or [], columns=list(STEP_COLUMNS))
     return Result(k, c, s, ranks=tuple(sorted(set(k["rank"]))))
+
+
+def two_rank_job(folder: Path, *, hostile: str = "") -> list[Path]:
+    """Kineto traces of two ranks, three steps each (tests/runs_traces.py): per step, a GEMM [0, 500) µs (8192 ×
+    8192 × 3584 bf16), its reduce-scatter [500, 1000) that an elementwise kernel [600, 700) partly hides, a copy,
+    and an all-reduce of 2 MiB [1200, 1500) far below its roof (its kernel name ending in `hostile`)."""
+    from runs_traces import Synthetic, nccl_args
+
+    m, n, k = 8192, 8192, 3584
+    files = []
+    for rank in (0, 1):
+        t = Synthetic(rank=rank, world=2)
+        for step in (1, 2, 3):
+            at = step * 2000
+            t.step(step, at - 10, at + 1500)
+            t.kernel("nvjet_tst_256x128", at, 500, op="aten::mm", dims=[[m, k], [k, n]], types=["c10::BFloat16"] * 2)
+            rs = nccl_args("_reduce_scatter_base", m * n, "BFloat16", [0, 1], out=m * n // 2)
+            t.kernel("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", at + 500, 500, stream=20, args=rs)
+            t.kernel("void at::native::vectorized_elementwise_kernel<4>", at + 600, 100, op="aten::add")
+            t.kernel("Memcpy DtoD (Device -> Device)", at + 1100, 50, cat="gpu_memcpy")
+            ar = nccl_args("allreduce", 2**20, "BFloat16", [0, 1])
+            t.kernel(f"ncclDevKernel_AllReduce_Sum_bf16 {hostile}", at + 1200, 300, stream=20, args=ar)
+        files.append(t.write(Path(folder) / f"rank{rank}.json"))
+    return files
