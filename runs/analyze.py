@@ -11,11 +11,11 @@ from pathlib import Path
 import pandas as pd
 
 from . import opportunities
-from .job import job_of
-from .kernels import kernels_frame, rank_rows
-from .model import Model, choose_topology
+from .job import JobCheck
+from .kernels import empty_columns, kernels_frame, rank_rows
+from .model import Chosen, Model, choose_topology
 from .ranks import collectives_frame, steps_frame
-from .read import find_files, read_all
+from .read import find_files, read_rank
 from .result import TraceResult
 
 Progress = Callable[[int, int, str], None]  # (files read, files in all, the file just read)
@@ -26,16 +26,27 @@ def analyze_traces(
 ) -> TraceResult:
     """Read the traces (files, folders or globs: one file per rank), bound every kernel on `topology` (a preset or
     topology file; default: the preset matched from the traces' deviceProperties), match collectives across ranks
-    and break each step down. Bad input is a ValueError of one line."""
+    and break each step down. One rank's events are in memory at a time. Bad input is a ValueError of one line."""
     files = find_files([paths] if isinstance(paths, (str, Path)) else list(paths))
-    job = job_of(read_all(files, progress))
-    chosen = choose_topology(topology, job.devices, job.world_size)
-    model = Model(chosen.topology)
+    check = JobCheck(len(files))
+    chosen: Chosen | None = None
+    model: Model | None = None
     unsized: Counter = Counter()
-    rows: list[dict] = []
-    for trace in job.traces.values():
-        rows += rank_rows(trace, model, job.default_group, unsized)
-    kernels = kernels_frame(rows)
+    columns = empty_columns()
+    for i, path in enumerate(files):
+        trace = read_rank(path)
+        meta = check.add(trace)
+        if trace.kernels:
+            if model is None:
+                chosen = choose_topology(topology, meta.devices, meta.distributed.get("world_size"))
+                model = Model(chosen.topology)
+            rank_rows(trace, model, meta.default_group, unsized, columns)
+        del trace
+        if progress is not None:
+            progress(i + 1, len(files), str(path))
+    ranks, world, notes = check.finish()
+    assert chosen is not None and model is not None  # finish() refuses a job without GPU kernels
+    kernels = kernels_frame(columns)
     collectives, matching = collectives_frame(kernels)
     result = TraceResult(
         kernels=kernels,
@@ -44,9 +55,9 @@ def analyze_traces(
         opportunities=pd.DataFrame(columns=opportunities.COLUMNS),
         topology=chosen.name,
         topology_reason=chosen.reason,
-        ranks=list(job.traces),
-        world_size=job.world_size,
-        notes=job.notes + matching,
+        ranks=ranks,
+        world_size=world,
+        notes=notes + matching,
         unsized=dict(unsized.most_common()),
         files=[str(f) for f in files],
         model=chosen.topology,

@@ -25,7 +25,8 @@ _COMM_NAME = re.compile(r"^(?:void )?(?:nccl|rccl)", re.IGNORECASE)
 _GEMM_HELPER_NAME = re.compile(r"epilogue|splitKreduce|reduce_splitk|ReduceSplitK|scal_kernel", re.I)
 # cuBLAS/cuBLASLt (sm90_xmma_gemm, ampere_sgemm, gemv, nvjet), CUTLASS GEMMs, Triton's and Inductor's matmul templates
 _GEMM_NAME = re.compile(r"(?<!fb)gemm|gemv|nvjet|(?:^|_)mm_|triton_tem_fused_.*mm|matmul|cutlass.*tensorop", re.I)
-_CONV_NAME = re.compile(r"implicit_gemm|fprop|dgrad|wgrad|conv", re.I)  # convolutions run as implicit GEMMs
+# convolutions (cuDNN's implicit GEMMs among them): "other", FLOPs not counted
+_CONV_NAME = re.compile(r"implicit_gemm|fprop|dgrad|wgrad|conv(?!ert)", re.I)
 _ATTENTION_NAME = re.compile(r"flash|fmha|attention|attn|sdpa|_mha_", re.I)
 _MEMORY_NAME = re.compile(
     r"elementwise|vectorized|unrolled|reduce_kernel|reduction|CatArray|copy|fill|index|scatter|gather|softmax|"
@@ -140,7 +141,9 @@ def _category_of_name(name: str, gemm_op: bool) -> str:
         return "attention"
     if _GEMM_HELPER_NAME.search(name):
         return "memory"
-    if _GEMM_NAME.search(name) and not _CONV_NAME.search(name):
+    if _CONV_NAME.search(name):
+        return "other"
+    if _GEMM_NAME.search(name):
         return "gemm"
     if _MEMORY_NAME.search(name):
         return "memory"

@@ -58,7 +58,7 @@ class _Context:
 
 
 def _is_comm_op(op: Op) -> bool:
-    return op.comm is not None or op.name == "record_param_comms" or op.name.startswith("nccl:")
+    return op.name == "record_param_comms" or op.name.startswith("nccl:")
 
 
 def _contexts(t: RankTrace) -> dict[int, _Context]:
@@ -104,24 +104,28 @@ def _by_external_id(t: RankTrace) -> dict[int, Op]:
     return {op.external_id: op for op in t.ops if op.external_id is not None}
 
 
-def rank_rows(t: RankTrace, model: Model, default_group: tuple[str, int] | None, unsized: Counter) -> list[dict]:
-    """The rows of one rank's kernels (COLUMNS), bounded on `model`; every reason a kernel was not sized counted in
-    `unsized`."""
+def rank_rows(
+    t: RankTrace, model: Model, default_group: tuple[str, int] | None, unsized: Counter, columns: dict[str, list]
+) -> None:
+    """One rank's kernels bounded on `model`, appended to `columns` (COLUMNS → a list each: a job's millions of
+    kernels held as columns, not as a dict each); every reason a kernel was not sized counted in `unsized`."""
     contexts = _contexts(t)
-    by_ext = _by_external_id(t)
+    by_ext: dict[int, Op] | None = None  # built only if a launch lies outside every operator
     starts = [s[1] for s in t.steps]
     gemm_kernels: Counter = Counter()
     for k in t.kernels:
         ctx = contexts.get(k.correlation)
         if ctx is not None and ctx.gemm is not None and category_of(k, ctx.gemm.name) == "gemm":
             gemm_kernels[id(ctx.gemm)] += 1
-    rows, seqs = [], Counter()
+    seqs: Counter = Counter()
     gpn = model.topology.gpus_per_node
     for k in t.kernels:
         launch = t.launches.get(k.correlation)
-        ctx = contexts.get(k.correlation) or _Context(by_ext.get(k.external_id))
-        if ctx.innermost is None and k.external_id in by_ext:
-            ctx = _Context(by_ext[k.external_id], *_fallback(by_ext[k.external_id]))
+        ctx = contexts.get(k.correlation) or _Context()
+        if ctx.innermost is None and k.external_id is not None:
+            by_ext = _by_external_id(t) if by_ext is None else by_ext
+            if k.external_id in by_ext:
+                ctx = _Context(by_ext[k.external_id], *_fallback(by_ext[k.external_id]))
         graph = launch is not None and launch.graph
         row = _row(t.rank, k, ctx, _step_of(t.steps, starts, launch.ts_us if launch else None))
         if row["category"] == "communication":
@@ -130,8 +134,8 @@ def rank_rows(t: RankTrace, model: Model, default_group: tuple[str, int] | None,
             _gemm(row, ctx, graph, gemm_kernels[id(ctx.gemm)] if ctx.gemm else 0, model)
         if row["unsized"]:
             unsized[row["unsized"]] += 1
-        rows.append(row)
-    return rows
+        for name in COLUMNS:
+            columns[name].append(row[name])
 
 
 def _fallback(op: Op) -> tuple[Op | None, Op | None, Op | None]:
@@ -191,10 +195,11 @@ def _communication(
         kind = collective_of_arg(ctx.c10d.name)
     row |= {"collective": kind, "dtype": size.dtype, "group_size": size.group_size, "group": size.group}
     row["unsized"] = size.unsized
-    key = size.group if size.group is not None else "?"  # no group recorded anywhere: matched by order alone
-    seq = k.comm.seq if k.comm is not None and k.comm.seq is not None else None
-    row["seq"] = seq if seq is not None else seqs[key]
-    seqs[key] += 1
+    if kind not in ("send", "recv"):  # a point-to-point pair is no collective of the whole group: not matched
+        key = size.group if size.group is not None else "?"  # no group recorded anywhere: matched by order alone
+        seq = k.comm.seq if k.comm is not None and k.comm.seq is not None else None
+        row["seq"] = seq if seq is not None else seqs[key]
+        seqs[key] += 1
     if size.unsized is not None:
         return
     row["bytes"] = size.bytes
@@ -227,8 +232,12 @@ def _gemm(row: dict, ctx: _Context, graph: bool, kernels_of_op: int, model: Mode
         row["fraction_of_roof"] = roof.t_roof_s / (row["dur_us"] * 1e-6)
 
 
-def kernels_frame(rows: list[dict]) -> pd.DataFrame:
-    frame = pd.DataFrame(rows, columns=COLUMNS)
+def empty_columns() -> dict[str, list]:
+    return {name: [] for name in COLUMNS}
+
+
+def kernels_frame(columns: dict[str, list]) -> pd.DataFrame:
+    frame = pd.DataFrame(columns, columns=COLUMNS)
     for col in ("step", "group_size", "seq"):
         frame[col] = frame[col].astype("Int64")
     return frame

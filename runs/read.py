@@ -15,6 +15,7 @@ from __future__ import annotations
 import glob
 import gzip
 import re
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,18 +125,52 @@ class Launch:
         return self.name in GRAPH_LAUNCHES
 
 
-@dataclass(frozen=True)
 class Op:
-    """A CPU operator (cpu_op or user_annotation): its span on its thread and what record_shapes wrote."""
+    """A CPU operator (cpu_op or user_annotation): its span on its thread, and what record_shapes wrote (its
+    `Input Dims`, `Input type`) or a collective's recorded arguments, decoded from the raw JSON only when first
+    asked for: a job's operators are many, the matmuls and collectives among them few."""
 
-    name: str
-    start_us: float
-    end_us: float
-    thread: tuple[int | str, int | str]
-    external_id: int | None
-    input_dims: list | None
-    input_type: list | None
-    comm: _CommArgs | None  # record_param_comms' (and newer c10d ops') collective arguments
+    __slots__ = ("_args", "_raw", "end_us", "name", "start_us", "thread")
+
+    def __init__(
+        self, name: str, start_us: float, end_us: float, thread: tuple, raw: msgspec.Raw | _OpArgs | None = None
+    ) -> None:
+        self.name, self.start_us, self.end_us, self.thread = name, start_us, end_us, thread
+        self._raw = raw
+        self._args: _OpArgs | None = raw if isinstance(raw, _OpArgs) else None
+
+    @classmethod
+    def of(cls, name: str, dims: list | None = None, types: list | None = None, **span: Any) -> Op:
+        """An operator made in code (tests): its Input Dims and Input type given."""
+        return cls(
+            name, span.get("start_us", 0.0), span.get("end_us", 1.0), (1, 1), _OpArgs(input_dims=dims, input_type=types)
+        )
+
+    def _decoded(self) -> _OpArgs:
+        if self._args is None:
+            try:
+                self._args = _OP.decode(self._raw) if self._raw is not None else _OpArgs()
+            except (msgspec.ValidationError, msgspec.DecodeError) as e:
+                raise TraceError(f"operator {self.name!r} has arguments pkroof cannot read ({e})") from None
+            self._raw = None
+        return self._args
+
+    @property
+    def external_id(self) -> int | None:
+        return self._decoded().external_id
+
+    @property
+    def input_dims(self) -> list | None:
+        return self._decoded().input_dims
+
+    @property
+    def input_type(self) -> list | None:
+        return self._decoded().input_type
+
+    @property
+    def comm(self) -> _CommArgs | None:
+        """record_param_comms' (and newer c10d ops') collective arguments, where it records them."""
+        return _comm(self._decoded())
 
 
 @dataclass
@@ -209,7 +244,8 @@ def read_rank(path: str | Path) -> RankTrace:
         if kind is not None:
             a = _args(_KERNEL, e, path)
             comm = _comm(a) if kind == "kernel" else None
-            k = Kernel(kind, e.name, e.ts, e.dur, _int(a.stream), a.correlation, a.device, a.external_id, comm)
+            name = sys.intern(e.name)  # a job repeats a few hundred names: one string each
+            k = Kernel(kind, name, e.ts, e.dur, _int(a.stream), a.correlation, a.device, a.external_id, comm)
             out.kernels.append(k)
         elif cat in LAUNCH_CATEGORIES:
             wanted.append(e)
@@ -218,11 +254,7 @@ def read_rank(path: str | Path) -> RankTrace:
             if m:
                 out.steps.append((int(m.group(1)), e.ts, e.ts + e.dur))
             else:
-                a = _args(_OP, e, path)
-                comm = _comm(a)
-                out.ops.append(
-                    Op(e.name, e.ts, e.ts + e.dur, (e.pid, e.tid), a.external_id, a.input_dims, a.input_type, comm)
-                )
+                out.ops.append(Op(sys.intern(e.name), e.ts, e.ts + e.dur, (e.pid, e.tid), e.args))
     correlations = {k.correlation for k in out.kernels}
     for e in wanted:
         a = _args(_LAUNCH, e, path)

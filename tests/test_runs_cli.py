@@ -96,3 +96,21 @@ def test_a_truncated_trace_is_one_line_and_exit_2(tmp_path):
     bad = tmp_path / "rank0.json"
     bad.write_text('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_')
     assert "not valid JSON, or truncated" in _one_line_exit_2(["trace", str(bad)])
+
+
+def test_the_python_api_returns_the_frames_and_reports_progress(tmp_path):
+    import pkroof
+
+    seen = []
+    job = pkroof.trace(_job(tmp_path), progress=lambda done, total, path: seen.append((done, total)))
+    assert seen == [(1, 2), (2, 2)]
+    assert list(job.steps.columns) == [
+        "rank",
+        "step",
+        "wall_s",
+        "compute_s",
+        "communication_s",
+        "exposed_communication_s",
+        "idle_s",
+    ]
+    assert job.topology == "hgx-h100-8" and len(job.kernels) == 4
