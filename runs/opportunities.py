@@ -125,10 +125,12 @@ def communication(kernels: pd.DataFrame, collectives: pd.DataFrame | None, topol
     comm["transfer_us"] = (comm["t1_us"] - comm["t0_us"]).clip(lower=0.0)
     sized = comm["group_size"].notna()
     comm["per_node"] = pd.Series(pd.NA, index=comm.index, dtype="Int64")
-    comm.loc[sized, "per_node"] = [
-        advise.ranks_per_node(topology, group if isinstance(group, str) else None, int(size))
-        for group, size in zip(comm.loc[sized, "group"], comm.loc[sized, "group_size"], strict=True)
-    ]
+    groups = comm.loc[sized, ["group", "group_size"]].astype({"group_size": "int64"})
+    placed = {  # each distinct group placed once: a job runs the same few groups thousands of times
+        (g, n): advise.ranks_per_node(topology, g if isinstance(g, str) else None, n)
+        for g, n in groups.drop_duplicates().itertuples(index=False)
+    }
+    comm.loc[sized, "per_node"] = [placed[g, n] for g, n in groups.itertuples(index=False)]
     compute = kernels[~kernels["category"].isin(NOT_COMPUTE)]
     covered = overlapped_us(comm[["rank", "t0_us", "t1_us"]], compute) if len(comm) else np.zeros(0)
     comm["exposed_us"] = (comm["transfer_us"] - covered).clip(lower=0.0)
@@ -237,7 +239,8 @@ def _paired(comm: pd.DataFrame, gemms: pd.DataFrame, names: dict[str, str], *, p
         by=["_rank", "_step"],
         direction="backward" if produced else "forward",
     ).dropna(subset=["gemm_m"])
-    es = pairs["dtype"].map(advise.element_bytes).fillna(pairs["g_dtype"].map(advise.element_bytes))
+    widths = {d: advise.element_bytes(d) for d in pd.unique(pairs[["dtype", "g_dtype"]].to_numpy().ravel())}
+    es = pairs["dtype"].map(widths).fillna(pairs["g_dtype"].map(widths))
     inner = pairs["gemm_n"] if produced else pairs["gemm_k"]
     pairs = pairs[pairs["bytes"] == pairs["gemm_m"] * inner * es].copy()
     pairs["fusion"] = pairs["collective"].map(names)
