@@ -25,3 +25,18 @@ def test_out_writes_the_problem_files_the_json_and_the_page(tmp_path):
         assert bound.exit_code == 0, bound.output
     assert (out / "plotly.min.js").is_file()
     assert f"[{written[0]}]" in done.output  # the terminal summary names each file
+
+
+def test_the_streamed_json_is_the_documents_to_dict(tmp_path, monkeypatch):
+    import io
+
+    from pkroof import trace_out
+    from pkroof.cli import strict_json
+    from pkroof.runs import analyze_traces
+    from pkroof.runs.result import to_dict
+
+    result = analyze_traces(two_rank_job(tmp_path), topology="hgx-h100-8")
+    monkeypatch.setattr(trace_out, "CHUNK", 7)  # several chunks of the job's 30 kernels
+    written = io.BytesIO()
+    trace_out.write_json(result, written)
+    assert json.loads(written.getvalue()) == json.loads(strict_json(to_dict(result)))
