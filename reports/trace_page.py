@@ -16,14 +16,12 @@ import plotly.offline
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
+from pkroof.runs.opportunities import SAVING_NOTE
+
 from . import html, trace_figures
 
 PAGE = "trace.html"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-DEFAULT_NOTE = (
-    "saving = measured − predicted: the prediction is pkroof's model's for the advised (mechanism, schedule), "
-    "summed over every step and rank (GPU-seconds); nothing was measured of the advised pair"
-)
 _ENV = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined, trim_blocks=True)
 _ENV.filters |= html._ENV.filters | {"gbps": lambda x: "—" if html._missing(x) else f"{x:.1f} GB/s"}
 
@@ -89,7 +87,7 @@ def trace_page(result: Any, *, out_dir: Path | None = None, assets: str = "") ->
         kernels=_rows(top),
         colours=trace_figures.CATEGORY_COLOURS,
         opportunities=rows,
-        saving_note=opportunities.attrs.get("note", DEFAULT_NOTE),
+        saving_note=opportunities.attrs.get("note", SAVING_NOTE),
         skipped=list(opportunities.attrs.get("skipped", [])),
     )
 

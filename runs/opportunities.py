@@ -283,9 +283,10 @@ def _fusions(kernels: pd.DataFrame, comm: pd.DataFrame, topology: Topology, skip
         gemm = f"GEMM {int(m)}×{int(n)}×{int(k)} {dtype or ''}"
         comm_text = f"{NAMES[collective]} of {fmt_bytes(size)} over {int(group)} ranks"
         order = f"{gemm} → {comm_text}" if fusion.startswith("gemm-") else f"{comm_text} → {gemm}"
+        fused = "fused" if a.schedule != "serial" else "one after the other,"  # serial: fusing does not pay here
         what = (
             f"{order}, {fmt_s(g['exposed_us'].median() * 1e-6)} of the {NAMES[collective]} exposed (median of "
-            f"{len(g)}): fused {a.mechanism} + {a.schedule} predicted {fmt_s(a.t_s)} against "
+            f"{len(g)}): {fused} {a.mechanism} + {a.schedule} predicted {fmt_s(a.t_s)} against "
             f"{fmt_s(np.median(one))} measured (GEMM + exposed communication)"
         )
         names = f"{_names(g['g_name'], 2)} ⇄ {_names(g['name'], 2)}"

@@ -221,3 +221,13 @@ def test_from_kineto_traces_to_a_fused_opportunity(tmp_path):
     measured = 500e-6 + 300e-6  # the GEMM, and the whole reduce-scatter: both ranks arrived at 500 µs, nothing hides it
     assert (row.instances, row.ranks, row.group_size) == (2, "0,1", 2)
     assert row.saving_s == pytest.approx(2 * (measured - min(measured, advised.t_s)))
+
+
+def test_a_pair_advised_serial_is_not_called_fused():
+    # 64 × 64 × 64: the model advises its pair one after the other (serial), where overlapping does not pay
+    kernels = [
+        gemm(64, 64, 64, start_us=0.0, dur_us=50.0),
+        collective("reduce_scatter", 2 * 64 * 64, 8, start_us=50.0, dur_us=60.0, fraction_of_roof=0.9),
+    ]
+    (row,) = opportunities.find(result(kernels), TOPO).itertuples()
+    assert row.schedule == "serial" and "one after the other" in row.what and "fused" not in row.what
