@@ -38,10 +38,10 @@ def chunk_bounds(span: int, itemsize: int) -> list[tuple[int, int]]:
     # pipeline a DMA boundary, ~2.75 µs on 2xH200) and a small last one (its local work is the only part not hidden
     # behind a DMA). At 256 MiB on 2xH200, DMAs and flags alone (no local work) took 415.6 µs in 16 chunks of 8 MiB,
     # 376.5 in 2 of 64 MiB (reduce-scatter), while with the local work 64 MiB chunks were the slowest (442.2 against
-    # 410.4 with 16 MiB): benchmarks/kernels/data/2026-11-30-gemm-rates/call1-ce-sweep.log. Halving against equal 16
-    # MiB chunks,
-    # ce-sm µs (call2-ce-sweep.log): faster in 11 of 12 cases, all-reduce 793.4 vs 823.2 at 256 MiB and 2936.9 vs
-    # 2962.1 at 1 GiB; slower only for the all-gather at 64 MiB (142.8 vs 128.5, 4 chunks against 2 of 16 MiB).
+    # 410.4 with 16 MiB): benchmarks/kernels/data/2026-11-30-gemm-rates/gemm-rates-ce-pipeline/ce-sweep.log.
+    # Halving against equal 16 MiB chunks, ce-sm µs (probe-rates-1GiB-halving/ce-sweep.log beside it): faster in 11
+    # of 12 cases, all-reduce 793.4 vs 823.2 at 256 MiB and 2936.9 vs 2962.1 at 1 GiB; slower only for the all-gather
+    # at 64 MiB (142.8 vs 128.5, 4 chunks against 2 of 16 MiB).
     if setting("PKROOF_CE_SCHEDULE") == "halving":
         return _halving_bounds(span, itemsize)
     # per peer and chunk; 16 MiB (the default) was best or within 3% of it for all four at 64 MiB on 2xH200 (4, 8,
@@ -83,7 +83,7 @@ class Streams:
         self.main = torch.cuda.current_stream()
         # a lane of copy streams per peer: each peer's DMAs queue behind that peer's alone, so beyond 2 ranks the copy
         # engine's α of one peer's DMA runs under the others' transfers (chunks per peer cost α each: the model
-        # charges peers side by side, rooflines/bound.py). On one lane (PKROOF_CE_PEER_STREAMS=0) the P − 1 DMAs of
+        # charges peers side by side, rooflines/costs.py). On one lane (PKROOF_CE_PEER_STREAMS=0) the P − 1 DMAs of
         # every chunk start one after another. At 2 ranks the two are the same; beyond, nothing is measured (2 GPUs
         # only).
         self.lanes = max(1, peers) if setting("PKROOF_CE_PEER_STREAMS") != "0" else 1
@@ -162,7 +162,7 @@ def _pipelined(
         # meanwhile's work only once the peers' credits are in: issued at the same moment as the credit waits
         # (one-CTA kernels), its grid went first and the DMAs started after it when calls ran back to back
         # (all-gather at 1 GiB on 2xH200: 1476.4 µs a call alone, 1641.8 three in a row; 1431.6 with no local
-        # work: benchmarks/kernels/data/2026-11-30-large-collectives/call3-ce-calls.log)
+        # work: benchmarks/kernels/data/2026-11-30-large-collectives/ce-local-work-and-references/ce-calls.log)
         streams.main_after_copy_so_far()
     for chunk, (lo, hi) in enumerate(bounds):
         for i, p in enumerate(to):
@@ -201,14 +201,14 @@ def _gather(name: str, sources: dict[int, torch.Tensor], own: torch.Tensor) -> t
     # how the own row and each landed chunk are copied out of the inbox: "sm" (an elementwise kernel, leaving the copy
     # engines to the link) or "dma" (Tensor.copy_, itself a copy-engine transfer). At 64 MiB on 2xH200, sm against
     # dma: all-gather 171.3 vs 185.9 µs, all-to-all 185.5 vs 188.5 µs
-    # (benchmarks/kernels/data/2026-11-30-ceilings/call1-sweeps.log)
+    # (benchmarks/kernels/data/2026-11-30-ceilings/bidir-ceiling-and-sweeps/sweeps.log)
     how = setting("PKROOF_CE_LOCAL_COPY")
 
     def copy_out(p: int, lo: int, hi: int, rows: torch.Tensor, first: bool) -> None:
         _copy_local(rows, out[p, lo:hi], how)
 
     # the own row is copied while the DMAs run: issued before them, it held them back 18 µs at 64 MiB on 2xH200
-    # (benchmarks/kernels/data/2026-11-30-ceilings/call2-timeline.log)
+    # (benchmarks/kernels/data/2026-11-30-ceilings/collectives-256MiB-ce-timeline/ce-timeline-64MiB.log)
     _pipelined(name, sources, copy_out, meanwhile=lambda: _copy_local(own.reshape(-1), out[ws.rank], how))
     return out
 

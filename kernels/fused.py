@@ -28,9 +28,9 @@ from contextlib import AbstractContextManager
 
 import torch
 
-from .collectives import ALL_GATHER, exchange
 from .settings import setting
 from .symm import side_stream, workspace
+from .symm_collectives import ALL_GATHER, exchange
 
 AGG_READY, AGG_FREE, GRS_READY, GRS_FREE, GAR_READY, GAR_FREE = 0, 1, 2, 3, 4, 5
 ONE_SHOT_MAX_BYTES = 4 << 20  # gemm_all_reduce_ce: one exchange up to here (latency-bound), two-shot above

@@ -28,10 +28,10 @@ import torch
 import triton
 import triton.language as tl
 
-from .collectives import _buffer, _tma_scratch
 from .declare import report_comm_sms
 from .settings import setting
 from .symm import _POLLS, MAX_CTAS, side_stream, signal_peers, wait_peers, workspace
+from .symm_collectives import _buffer, _tma_scratch
 
 # Launch settings (kernels/settings.py, PKROOF_INTER_SM_*), all tunable, read when a call runs; each use says what
 # its default rests on. Communication CTAs (PKROOF_INTER_SM_CTAS, else per shape: comm_ctas): the sweeps' best were

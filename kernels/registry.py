@@ -5,7 +5,7 @@ imported only when it runs, so `pkroof impls` and `advise` cost what `bound` cos
 
 Two families:
 - ecosystem: the fast paths PyTorch ships (kernels/ecosystem.py), the bar pkroof's kernels must clear;
-- pkroof: pkroof's own kernels (kernels/collectives.py, copy_engine.py, fused.py, inter_sm.py, low_latency.py).
+- pkroof: pkroof's own kernels (kernels/symm_collectives.py, copy_engine.py, fused.py, inter_sm.py, low_latency.py).
   Variants that measured slower than a sibling of the same collective on the 2xH200 node
   (benchmarks/kernels/) run only when named with --impl, and small-message kernels (LL) run unasked only up to
   their auto_max_bytes.
@@ -103,28 +103,30 @@ BUILTIN_IMPLS: dict[str, BuiltinImpl] = {
     "torch-fused-matmul-reduce-scatter": _impl(
         "ecosystem", "fused_matmul_reduce_scatter", {"gemm-reduce-scatter"}, "ecosystem"
     ),
-    # pkroof's SM collectives (kernels/collectives.py)
-    "pkroof-one-shot-pull": _impl("collectives", "all_reduce_one_shot_pull", {"all-reduce"}, **_PULL),
-    "pkroof-one-shot-push": _impl("collectives", "all_reduce_one_shot_push", {"all-reduce"}, **_PUSH),
+    # pkroof's SM collectives (kernels/symm_collectives.py)
+    "pkroof-one-shot-pull": _impl("symm_collectives", "all_reduce_one_shot_pull", {"all-reduce"}, **_PULL),
+    "pkroof-one-shot-push": _impl("symm_collectives", "all_reduce_one_shot_push", {"all-reduce"}, **_PUSH),
     "pkroof-two-shot": _impl(
-        "collectives", "all_reduce_two_shot", {"all-reduce"}, **(_PULL | {"algorithm": "two-shot"}), **ASK
+        "symm_collectives", "all_reduce_two_shot", {"all-reduce"}, **(_PULL | {"algorithm": "two-shot"}), **ASK
     ),
-    "pkroof-all-gather-push": _impl("collectives", "all_gather_push", {"all-gather"}, **_PUSH),
-    "pkroof-all-gather-pull": _impl("collectives", "all_gather_pull", {"all-gather"}, **_PULL, **ASK),
-    "pkroof-reduce-scatter-pull": _impl("collectives", "reduce_scatter_pull", {"reduce-scatter"}, **_PULL),
-    "pkroof-reduce-scatter-push": _impl("collectives", "reduce_scatter_push", {"reduce-scatter"}, **_PUSH),
-    "pkroof-all-to-all-push": _impl("collectives", "all_to_all_push", {"all-to-all"}, **_PUSH),
-    "pkroof-all-to-all-pull": _impl("collectives", "all_to_all_pull", {"all-to-all"}, **_PULL, **ASK),
+    "pkroof-all-gather-push": _impl("symm_collectives", "all_gather_push", {"all-gather"}, **_PUSH),
+    "pkroof-all-gather-pull": _impl("symm_collectives", "all_gather_pull", {"all-gather"}, **_PULL, **ASK),
+    "pkroof-reduce-scatter-pull": _impl("symm_collectives", "reduce_scatter_pull", {"reduce-scatter"}, **_PULL),
+    "pkroof-reduce-scatter-push": _impl("symm_collectives", "reduce_scatter_push", {"reduce-scatter"}, **_PUSH),
+    "pkroof-all-to-all-push": _impl("symm_collectives", "all_to_all_push", {"all-to-all"}, **_PUSH),
+    "pkroof-all-to-all-pull": _impl("symm_collectives", "all_to_all_pull", {"all-to-all"}, **_PULL, **ASK),
     # TMA pushes: correct on GPUs; slower than the SM push at 64 MiB with every box and CTA count swept
-    "pkroof-all-reduce-tma": _impl("collectives", "all_reduce_tma", {"all-reduce"}, **_TMA, **ASK),
-    "pkroof-all-gather-tma": _impl("collectives", "all_gather_tma", {"all-gather"}, **_TMA, **ASK),
-    "pkroof-reduce-scatter-tma": _impl("collectives", "reduce_scatter_tma", {"reduce-scatter"}, **_TMA, **ASK),
-    "pkroof-all-to-all-tma": _impl("collectives", "all_to_all_tma", {"all-to-all"}, **_TMA, **ASK),
+    "pkroof-all-reduce-tma": _impl("symm_collectives", "all_reduce_tma", {"all-reduce"}, **_TMA, **ASK),
+    "pkroof-all-gather-tma": _impl("symm_collectives", "all_gather_tma", {"all-gather"}, **_TMA, **ASK),
+    "pkroof-reduce-scatter-tma": _impl("symm_collectives", "reduce_scatter_tma", {"reduce-scatter"}, **_TMA, **ASK),
+    "pkroof-all-to-all-tma": _impl("symm_collectives", "all_to_all_tma", {"all-to-all"}, **_TMA, **ASK),
     # split roles (stager and consumer CTAs): correct on GPUs, within 5% of the SM push at 64 MiB
-    "pkroof-all-reduce-split": _impl("collectives", "all_reduce_split", {"all-reduce"}, **_SPLIT, **ASK),
-    "pkroof-all-gather-split": _impl("collectives", "all_gather_split", {"all-gather"}, **_SPLIT, **ASK),
-    "pkroof-reduce-scatter-split": _impl("collectives", "reduce_scatter_split", {"reduce-scatter"}, **_SPLIT, **ASK),
-    "pkroof-all-to-all-split": _impl("collectives", "all_to_all_split", {"all-to-all"}, **_SPLIT, **ASK),
+    "pkroof-all-reduce-split": _impl("symm_collectives", "all_reduce_split", {"all-reduce"}, **_SPLIT, **ASK),
+    "pkroof-all-gather-split": _impl("symm_collectives", "all_gather_split", {"all-gather"}, **_SPLIT, **ASK),
+    "pkroof-reduce-scatter-split": _impl(
+        "symm_collectives", "reduce_scatter_split", {"reduce-scatter"}, **_SPLIT, **ASK
+    ),
+    "pkroof-all-to-all-split": _impl("symm_collectives", "all_to_all_split", {"all-to-all"}, **_SPLIT, **ASK),
     # data and flag in one 8-byte line (NCCL's LL protocol), for small messages (kernels/low_latency.py)
     "pkroof-one-shot-ll": _impl("low_latency", "all_reduce_one_shot_ll", {"all-reduce"}, **_LL_AUTO),
     # for more than 2 ranks: at 2 it moves the one-shot's bytes in two steps

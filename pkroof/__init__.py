@@ -19,10 +19,10 @@ _API = (
     "sizes",
     "Bound",
     "Prediction",
-    "Recommendation",
+    "Advice",
     "Terms",
     "LinkTerm",
-    "Comm",
+    "CommOp",
 )
 __all__ = ["__version__", *_API]
 

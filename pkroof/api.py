@@ -1,162 +1,28 @@
 """The Python API: `pkroof.bound`, `pkroof.advise` and `pkroof.profile`, as thin as the CLI.
 
-`bound` and `advise` call the one analysis (`pkroof.profilers.analysis.analyze`) and return typed, frozen objects
-whose attributes are the fields of `pkroof bound --json` (Bound) and `pkroof advise --json` (Recommendation);
-`profile` runs the profiler and returns its records with the model's fields computed (profilers/evaluate.py).
-Bad input is a ValueError of one line, as the CLI's one line on stderr.
+`bound` and `advise` take the CLI's route (`pkroof.analysis.user_file.analyze_anywhere`: a suite problem analysed
+here, a user's problem file from the trace cache or in a process of its own stopped after `timeout_s`) and return
+the model's own results: a `Bound` (rooflines/bound.py) whose attributes include every key of `pkroof bound --json`
+(`Bound.to_dict()` is that object), and its `Advice` (rooflines/advice.py), whose attributes include every key of
+`pkroof advise --json`. `profile` runs the profiler and returns its records with the model's fields computed
+(records/evaluate.py). Bad input is a ValueError of one line, as the CLI's one line on stderr.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import types
-import typing
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pkroof.rooflines.advice import Advice
+from pkroof.rooflines.bound import Bound, LinkTerm, Terms
+from pkroof.rooflines.predictions import Prediction
+from pkroof.rooflines.workload import CommOp
+
+__all__ = ["Advice", "Bound", "CommOp", "LinkTerm", "Prediction", "Terms", "advise", "bound", "profile", "sizes"]
+
 Size = int | str  # bytes, or text in nccl-tests' convention: "64M" (= 64 MiB), "256KiB", "1GB" (= 10**9)
-
-
-@dataclass(frozen=True)
-class Terms:
-    compute_s: float
-    hbm_s: float
-    link_s: float
-    latency_s: float
-
-
-@dataclass(frozen=True)
-class LinkTerm:
-    """One tier's part of terms.link_s, at the rank busiest on that tier: t_s = bytes_per_rank / bandwidth_Bps."""
-
-    t_s: float
-    bytes_per_rank: float
-    bandwidth_Bps: float
-
-
-@dataclass(frozen=True)
-class Comm:
-    """One communication op of the workload: nccl-tests' size, its group, what produces and consumes it."""
-
-    name: str
-    kind: str
-    size_bytes: float
-    group_size: int
-    reduction: bool
-    producer: str | None
-    consumer: str | None
-    send_bytes: float | None  # this rank's own bytes to and from its peers where uneven; None: the even split
-    recv_bytes: float | None
-    after: tuple[str, ...] | None  # the ops it waits for where given; None: the data flow's
-
-
-@dataclass(frozen=True)
-class Prediction:
-    """The model's time for one (mechanism, schedule) pair, and its parts; algbw/busbw for a lone collective."""
-
-    mechanism: str
-    schedule: str
-    comm_sms: int
-    t_s: float
-    compute_s: float
-    comm_s: float
-    latency_s: float
-    fill_s: float
-    algorithms: tuple[str, ...]
-    protocol: str
-    protocols: tuple[str, ...]  # per communication op: NCCL's protocol, or a probe fit's regime
-    t_eager_s: float | None  # NCCL: the same calls launched eagerly, each waited on (t_s: captured in a graph)
-    t_symmetric_s: float | None  # NCCL: with buffers registered for its symmetric-memory kernels
-    algbw_Bps: float | None
-    busbw_Bps: float | None
-
-
-@dataclass(frozen=True)
-class Recommendation:
-    """`pkroof advise --json`: the pair to build, its time, NCCL's, the headroom, why, and every number why quotes."""
-
-    mechanism: str
-    schedule: str
-    protocol: str
-    comm_sms: int
-    t_s: float
-    baseline_t_s: float | None
-    baseline_assumes: str | None  # what NCCL runs by default, per communication op
-    headroom: float | None
-    fastest_t_s: float | None  # the fastest pair's time where it is not advised (within a few % of NCCL's)
-    reason: str
-    facts: Mapping[str, float]
-
-
-@dataclass(frozen=True)
-class Bound:
-    """`pkroof bound --json`: t_roof_s = max(terms.compute_s, terms.hbm_s, terms.link_s) + terms.latency_s."""
-
-    schema: str
-    problem: str
-    topology: str
-    world_size: int
-    nodes: int
-    dtype: str
-    params: Mapping[str, float]
-    t_roof_s: float
-    algbw_Bps: float | None
-    busbw_Bps: float | None
-    limiter: str
-    terms: Terms
-    flops: float
-    peak_flops: float
-    hbm_bytes: float
-    hbm_bandwidth_Bps: float
-    link_bytes_per_rank: float
-    link_bandwidth_Bps: float
-    link_tier: str
-    link_terms: Mapping[str, LinkTerm]  # "scale-up"; "scale-out" on more than one node (terms.link_s: the slower)
-    comm: tuple[Comm, ...]
-    busiest_rank: Mapping[str, int]  # the rank that set each term, where ranks differ (empty: every rank alike)
-    uncounted: tuple[str, ...]  # ops that compute but that no FLOP formula prices
-    predictions: tuple[Prediction, ...]  # fastest first
-    recommendation: Recommendation | None  # None: nothing to communicate on a topology without peers
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON object of `pkroof bound --json`."""
-        return _plain(self)
-
-
-def _build(cls: type, data: Mapping[str, Any]) -> Any:
-    """An instance of dataclass `cls` from the JSON dict of its fields (nested records, tuples and mappings)."""
-    hints = typing.get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
-    assert set(names) == set(data), (cls.__name__, sorted(set(names) ^ set(data)))  # the JSON's fields, exactly
-    return cls(**{name: _value(hints[name], data[name]) for name in names})
-
-
-def _value(hint: Any, value: Any) -> Any:
-    origin = typing.get_origin(hint)
-    if origin in (types.UnionType, typing.Union):
-        inner = [a for a in typing.get_args(hint) if a is not type(None)]
-        return None if value is None else _value(inner[0], value)
-    if dataclasses.is_dataclass(hint):
-        return _build(hint, value)
-    if origin is tuple:
-        item = typing.get_args(hint)[0]
-        return tuple(_value(item, v) for v in value)
-    if origin is Mapping:
-        item = typing.get_args(hint)[1]
-        return types.MappingProxyType({k: _value(item, v) for k, v in value.items()})
-    return value
-
-
-def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, tuple):
-        return [_plain(v) for v in value]
-    return value
+ANALYSIS_TIMEOUT_S = 120.0  # the CLI's --timeout: a problem file's import and workload, in a process of its own
 
 
 def sizes(minbytes: Size, maxbytes: Size, *, stepfactor: int = 1, stepbytes: Size = "1M") -> list[int]:
@@ -177,7 +43,7 @@ def _bytes(size: Size) -> int:
 
 def _params(params: Mapping[str, int | str] | None, size: int | None) -> dict[str, int]:
     """Shape parameters as `--param name=value` reads them (byte sizes take units), the size as size_bytes."""
-    from pkroof.kernels.catalogue import parse_params
+    from pkroof.analysis.catalogue import parse_params
 
     out = parse_params([f"{k}={v}" for k, v in (params or {}).items()])
     if size is not None:
@@ -197,14 +63,27 @@ def _sizes(size: Size | Sequence[Size] | None) -> tuple[list[int | None], bool]:
     return listed, True
 
 
-def _analyses(problem: str, *, topology: Any, size: Any, shape: str | None, params: Any, **kw: Any) -> tuple:
-    from pkroof.profilers.analysis import analyze
+def _bounds(
+    problem: str,
+    *,
+    topology: Any,
+    size: Size | Sequence[Size] | None,
+    shape: str | None,
+    params: Mapping[str, int | str] | None,
+    world_size: int | None,
+    nodes: int | None,
+    dtype: str | None,
+    timeout_s: float,
+) -> list[Bound] | Bound:
+    """The bound of `problem` at each size, as `pkroof bound` makes it (one Bound, or a list for a sequence)."""
+    from pkroof.analysis.user_file import analyze_anywhere
     from pkroof.topology.default import default_topology
 
     listed, many = _sizes(size)
     topo = default_topology() if topology is None else topology
-    out = [analyze(problem, topology=topo, shape=shape, params=_params(params, s), **kw) for s in listed]
-    return out, many
+    kw = dict(topology=topo, shape=shape, world_size=world_size, nodes=nodes, dtype=dtype)
+    out = [analyze_anywhere(problem, timeout_s=timeout_s, params=_params(params, s), **kw).bound for s in listed]
+    return out if many else out[0]
 
 
 def bound(
@@ -217,16 +96,16 @@ def bound(
     world_size: int | None = None,
     nodes: int | None = None,
     dtype: str | None = None,
+    timeout_s: float = ANALYSIS_TIMEOUT_S,
 ) -> Bound | list[Bound]:
     """The communication-aware roofline of `problem` (a suite name or a problem file) on `topology` (a preset name,
-    a topology file, or a Topology; default: the CLI's), with every (mechanism, schedule) prediction. A sequence of
-    sizes gives a list, one Bound per size."""
-    found, many = _analyses(
+    a topology file, or a Topology; default: the CLI's), with every (mechanism, schedule) prediction and its advice.
+    A sequence of sizes gives a list, one Bound per size. A problem file runs in a process of its own, stopped after
+    `timeout_s` seconds (the CLI's --timeout)."""
+    return _bounds(
         problem, topology=topology, size=size, shape=shape, params=params, world_size=world_size, nodes=nodes,
-        dtype=dtype,
+        dtype=dtype, timeout_s=timeout_s,
     )  # fmt: skip
-    out = [_build(Bound, pa.analysis.to_dict()) for pa in found]
-    return out if many else out[0]
 
 
 def advise(
@@ -239,14 +118,15 @@ def advise(
     world_size: int | None = None,
     nodes: int | None = None,
     dtype: str | None = None,
-) -> Recommendation | list[Recommendation | None] | None:
-    """`bound(...)`'s recommendation: the pair to build, its headroom over NCCL and why (None where there is nothing
-    to communicate, on one GPU). A sequence of sizes gives a list."""
-    found = bound(
+    timeout_s: float = ANALYSIS_TIMEOUT_S,
+) -> Advice | list[Advice | None] | None:
+    """`bound(...)`'s advice: the pair to build, its headroom over NCCL and why (None where there is nothing to
+    communicate, on one GPU). A sequence of sizes gives a list."""
+    found = _bounds(
         problem, topology=topology, size=size, shape=shape, params=params, world_size=world_size, nodes=nodes,
-        dtype=dtype,
+        dtype=dtype, timeout_s=timeout_s,
     )  # fmt: skip
-    return [b.recommendation for b in found] if isinstance(found, list) else found.recommendation
+    return [b.advice for b in found] if isinstance(found, list) else found.advice
 
 
 def profile(
@@ -271,12 +151,12 @@ def profile(
 ) -> list[dict[str, Any]]:
     """`pkroof profile`: check every implementation against the reference on fresh inputs, time the correct ones
     (GPUs over NCCL, else CPU ranks over gloo), append each record to `out`/results.jsonl. Returns the records this
-    call wrote, each with the model's fields computed as profilers/evaluate.py computes them when records are read
+    call wrote, each with the model's fields computed as records/evaluate.py computes them when records are read
     (t_roof_s, fraction_of_roofline, algbw_Bps, busbw_Bps, predicted_s, ...). `log` gets each line `pkroof
     profile` prints (default: nothing). Called in a process torchrun or srun started, it is that rank of the launched
     job (`nodes`: the job's node count, to bound on that many of the topology's nodes); ranks other than 0 return []."""
-    from pkroof.profilers.evaluate import evaluate
     from pkroof.profilers.profile import profile as run_profile
+    from pkroof.records.evaluate import evaluate
     from pkroof.topology import resolve
     from pkroof.topology.default import default_topology
 

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import signal
 import sys
-import unicodedata
 from pathlib import Path
 from typing import Annotated
 
@@ -15,14 +12,32 @@ import typer
 
 from pkroof import __version__
 from pkroof import show as _show
-from pkroof.rooflines.export import finite
+
+from .cli_common import (
+    AnalysisTimeout,
+    AsJson,
+    Dtype,
+    MaxBytes,
+    MinBytes,
+    Nodes,
+    Params,
+    Problem,
+    Ranks,
+    Shape,
+    Size,
+    StepBytes,
+    StepFactor,
+    Topo,
+    World,
+    _echo,
+    _fail,
+    strict_json,
+)
+from .cli_topology import topology_app
 
 # plain help (no rich panels): a flag reads `--json`, not `--json <bool>`
 HELP = "How fast could this multi-GPU kernel be on this node, how fast is it, and what should I change first?"
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=HELP, rich_markup_mode=None)
-topology_app = typer.Typer(
-    no_args_is_help=True, rich_markup_mode=None, help="Inspect, refit, calibrate or import a topology."
-)
 app.add_typer(topology_app, name="topology")
 
 
@@ -41,107 +56,6 @@ def main(
     """How fast could this multi-GPU kernel be on this node, how fast is it, and what should I change first?"""
 
 
-Topo = Annotated[
-    str | None,
-    typer.Option(
-        "--topology",
-        "-t",
-        metavar="NAME|FILE",
-        help="preset name or topology JSON file (default: $PKROOF_TOPOLOGY, else the topology `pkroof probe --save` "
-        "wrote, else hgx-h100-8)",
-    ),
-]
-Nodes = Annotated[int | None, typer.Option("--nodes", metavar="N", help="join N such nodes by their NICs")]
-Ranks = Annotated[
-    int | None,
-    typer.Option("--world-size", "-n", metavar="N", help="ranks (default: every GPU here, else 2 CPU ranks over gloo)"),
-]
-World = Annotated[
-    int | None, typer.Option("--world-size", "-n", metavar="N", help="ranks (default: every GPU of the topology)")
-]
-Size = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--size",
-        metavar="SIZE",
-        help="collective size, nccl-tests convention: 4096, 64M (= 64MiB), 1GiB, 1GB (= 1e9); repeat for several",
-    ),
-]
-MinBytes = Annotated[
-    str | None, typer.Option("--minbytes", "-b", metavar="SIZE", help="sweep: smallest size (as nccl-tests' -b)")
-]
-MaxBytes = Annotated[
-    str | None, typer.Option("--maxbytes", "-e", metavar="SIZE", help="sweep: largest size (as nccl-tests' -e)")
-]
-StepFactor = Annotated[
-    int | None,
-    typer.Option("--stepfactor", "-f", metavar="F", help="sweep: multiply the size by F each step (nccl-tests' -f)"),
-]
-StepBytes = Annotated[
-    str | None,
-    typer.Option("--stepbytes", "-i", metavar="SIZE", help="sweep without -f: add SIZE each step (nccl-tests' -i; 1M)"),
-]
-Params = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--param",
-        "-p",
-        metavar="NAME=VALUE",
-        help="shape parameter, a positive integer (repeat); byte sizes (size, *_bytes) take units",
-    ),
-]
-Dtype = Annotated[
-    str | None,
-    typer.Option("--dtype", "-d", metavar="DTYPE", help="fp8, bf16, fp16, tf32 or fp32 (default: the problem's own)"),
-]
-AsJson = Annotated[bool, typer.Option("--json", help="JSON instead of text (a list of objects for several sizes)")]
-Problem = Annotated[
-    str, typer.Argument(metavar="PROBLEM", help="a suite problem (pkroof problems) or a problem file (path.py)")
-]
-Shape = Annotated[
-    str | None,
-    typer.Option(
-        "--shape", metavar="NAME", help="a named shape of the problem (pkroof problems lists them), e.g. llama3-70b-tp8"
-    ),
-]
-AnalysisTimeout = Annotated[
-    float,
-    typer.Option(
-        "--timeout",
-        metavar="S",
-        help="seconds a problem file may take to import and build its workload (its own process)",
-    ),
-]
-
-
-_ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[PX^_][^\x1b]*(\x1b\\)?|[@-Z\\-_])")
-
-
-def printable(text: str) -> str:
-    """`text` as safe to print on a terminal: escape sequences (colours, cursor moves, titles, OSC 8 links) and
-    every other control or bidirectional-override character removed; newlines and tabs kept."""
-    text = _ESCAPES.sub("", str(text))
-    return "".join(
-        c for c in text if c in "\n\t" or not (unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co") or c == "\x7f")
-    )
-
-
-def _echo(message: object = "", *, err: bool = False, nl: bool = True) -> None:
-    """typer.echo of `message` made printable: what pkroof prints of a user's file or exception cannot drive the
-    terminal."""
-    typer.echo(printable(str(message)), err=err, nl=nl)
-
-
-def strict_json(data: object) -> str:
-    """`data` as strict JSON (RFC 8259): a number that is not finite (an unbounded rate, no time) is null."""
-    return json.dumps(finite(data), indent=2, allow_nan=False)
-
-
-def _fail(message: str) -> None:
-    _echo(f"pkroof: {message}", err=True)
-    raise typer.Exit(2)
-
-
 def _topology(topology: str | None) -> str:
     from pkroof.topology.default import default_topology
 
@@ -150,7 +64,7 @@ def _topology(topology: str | None) -> str:
 
 def _overrides(size: int | None, params: list[str] | None) -> dict[str, int]:
     """--param pairs and one --size as the problem's parameter overrides (size → size_bytes)."""
-    from pkroof.kernels.catalogue import parse_params
+    from pkroof.analysis.catalogue import parse_params
 
     overrides = parse_params(params or [])
     if size is not None:
@@ -201,11 +115,11 @@ def _analyses(
     shape: str | None,
     timeout: float,
 ) -> list:
-    """The one analysis of `problem` (profilers/analysis.py; a user's file in a process stopped after `timeout`
+    """The one analysis of `problem` (analysis/problem.py; a user's file in a process stopped after `timeout`
     seconds) at each size asked for (its own where none was), or one line and exit 2. In a -b/-e sweep a size that
     does not split over the ranks is rounded down as nccl-tests does, and one that cannot be bounded (too small to
     split, too large to fit) is skipped with a line on stderr."""
-    from pkroof.profilers.isolated import analyze_anywhere
+    from pkroof.analysis.user_file import analyze_anywhere
     from pkroof.topology import resolve
 
     listed, sweep = sizes
@@ -255,7 +169,7 @@ def probe(
 ) -> None:
     """Discover this node through NVML and measure it into a topology file: every transfer mechanism between its
     GPUs, or on one GPU its memory, matmul rates and host link."""
-    from pkroof.topology.probe import ProbeError, launched_by_torchrun
+    from pkroof.topology.probe import CannotProbeHereError, ProbeError, launched_by_torchrun
     from pkroof.topology.probe import probe as run_probe
 
     if name is not None and not name.strip():
@@ -273,7 +187,9 @@ def probe(
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(0)
-    except ProbeError as e:
+    except CannotProbeHereError as e:  # no GPU, no torch, a bad --gpus: one line, exit 2 like all bad input
+        _fail(str(e))
+    except ProbeError as e:  # a rank failed or hung: what the probe measured is lost, exit 1
         _echo(f"pkroof: {e}", err=True)
         raise typer.Exit(1) from None
     except OSError as e:  # --out or the saved default cannot be written
@@ -286,7 +202,7 @@ def probe(
 @app.command()
 def problems() -> None:
     """List the built-in problem suite: category, shapes and the real code each comes from."""
-    from pkroof.kernels.catalogue import suite
+    from pkroof.analysis.catalogue import suite
 
     try:
         _echo(_show.problems_table(suite()))
@@ -356,12 +272,12 @@ def profile(
     """Check implementations against the reference on N ranks, time the correct ones, record them; print each with
     its fraction of roofline, and collectives as nccl-tests does (time, algbw, busbw; out of place | in place).
     Under torchrun or srun each process is one rank of the launched job, across nodes; global rank 0 writes."""
-    from pkroof.profilers.launched import JobLostError
+    from pkroof.profilers.across_nodes import JobLostError
     from pkroof.profilers.profile import profile as run_profile
 
     try:
         sizes, sweep = _sizes(size, minbytes, maxbytes, stepfactor, stepbytes)
-        run_profile(
+        written = run_profile(
             problem,
             impls=impl or [],
             world_size=world_size,
@@ -389,6 +305,11 @@ def profile(
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (TerminatedError) while ranks ran: they were stopped
         _echo(f"pkroof: stopped, and its ranks with it; what was measured is in {out / 'results.jsonl'}", err=True)
         raise typer.Exit(128 + getattr(e, "signum", signal.SIGINT)) from None
+    failed = [r for r in written if r.get("impl") == "reference" and r.get("status") != "correct"]
+    if failed:  # nothing could be checked against it, so nothing measured means anything: not a success
+        where = ", ".join(f"{r['problem']} ({r['shape']}, {r['status']})" for r in failed)
+        _echo(f"pkroof: the reference failed for {where}: see {out / 'results.jsonl'}", err=True)
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -413,9 +334,9 @@ def report(
     ] = False,
 ) -> None:
     """An HTML report: an index, a page per problem with its roofline, and the topology's page."""
-    from pkroof.reports.job import main_job
-    from pkroof.reports.job import report as run_report
-    from pkroof.run import run_all
+    from pkroof.full_run import run_all
+    from pkroof.report import main_job
+    from pkroof.report import report as run_report
 
     if fmt not in ("html", "csv", "json", "parquet"):
         _fail(f"--format takes html, csv, json or parquet, got {fmt!r}")
@@ -428,7 +349,11 @@ def report(
             written = run_report(results or [], topology=topology, out=out, fmt=fmt, log=_echo, force=force)
     except ValueError as e:
         _fail(str(e))
-    except RuntimeError as e:  # the probe's ProbeError: no GPU, no torch, a rank that failed
+    except RuntimeError as e:  # the probe's: no GPU, no torch (exit 2, as bad input), a rank that failed (exit 1)
+        from pkroof.topology.probe import CannotProbeHereError
+
+        if isinstance(e, CannotProbeHereError):
+            _fail(str(e))
         _echo(f"pkroof: {e}", err=True)
         raise typer.Exit(1) from None
     except OSError as e:  # a folder that cannot be written: permissions, a full disk
@@ -440,106 +365,6 @@ def report(
 def presets() -> None:
     """List the embedded topology presets."""
     _echo(_show.presets_table())
-
-
-@topology_app.command("show")
-def topology_show(
-    name: Annotated[str, typer.Argument(metavar="NAME|FILE", help="preset name or topology JSON file")],
-    nodes: Nodes = None,
-    as_json: Annotated[bool, typer.Option("--json", help="the topology file's JSON instead of text")] = False,
-) -> None:
-    """Print one topology: its GPUs, links, mechanisms, NICs and the source of every number."""
-    from pkroof.topology import dumps, resolve
-
-    try:
-        topo = resolve(name, nodes=nodes)
-    except ValueError as e:
-        _fail(str(e))
-    _echo(dumps(topo) if as_json else _show.topology_text(topo), nl=not as_json)
-
-
-@topology_app.command("refit")
-def topology_refit(
-    path: Annotated[Path, typer.Argument(metavar="FILE", help="a topology file written by pkroof probe")],
-    out: Annotated[
-        Path | None, typer.Option("--out", metavar="FILE", help="where to write (default: in place)")
-    ] = None,
-) -> None:
-    """Re-derive a probed topology's fits and mechanisms from its recorded curves."""
-    from pkroof.topology import dump, load
-    from pkroof.topology.from_probe import refit
-
-    try:
-        topology = refit(load(path))
-    except ValueError as e:
-        _fail(str(e))
-    dump(topology, out or path)
-    _echo(f"wrote {out or path}")
-
-
-@topology_app.command("calibrate")
-def topology_calibrate(
-    path: Annotated[
-        Path, typer.Argument(metavar="FILE", help="a topology JSON file (written by pkroof probe, or a preset's)")
-    ],
-    results: Annotated[
-        list[Path], typer.Argument(metavar="RESULTS.jsonl...", help="results.jsonl files of pkroof profile there")
-    ],
-    max_size: Annotated[
-        str, typer.Option("--max-size", metavar="SIZE", help="use records moving at most this much (nccl-tests size)")
-    ] = "256KiB",
-    out: Annotated[
-        Path | None, typer.Option("--out", metavar="FILE", help="where to write (default: in place)")
-    ] = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="use records whose environment names another topology than the file's")
-    ] = False,
-) -> None:
-    """Set each mechanism's hand-off (handoff_s; ll_handoff_s for LL kernels), and fused kernels' fixed cost per
-    overlapped schedule (overlap_s), from profiled kernels: their median excess over the model."""
-    from pkroof.profilers.calibrate import calibrate
-    from pkroof.rooflines.units import fmt_s, parse_size
-
-    try:
-        found = calibrate(path, results, parse_size(max_size), max_size, out or path, _echo, force=force)
-    except ValueError as e:
-        _fail(str(e))
-    for h in found:
-        what = "hand-off" if h.schedule == "serial" else f"fused {h.schedule} fixed cost"
-        _echo(f"{h.label}: {what} {fmt_s(h.seconds)} (median of {len(h.excesses_s)} records)")
-    _echo(f"wrote {out or path}")
-
-
-@topology_app.command("import")
-def topology_import(
-    base: Annotated[str, typer.Argument(metavar="BASE", help="the preset or topology file to calibrate")],
-    files: Annotated[
-        list[Path],
-        typer.Argument(metavar="FILE...", help="nccl-tests output (*_perf text) or nvbandwidth output (text, or -j)"),
-    ],
-    out: Annotated[Path, typer.Option("--out", metavar="FILE", help="the calibrated topology file to write")],
-    name: Annotated[
-        str | None, typer.Option("--name", metavar="NAME", help="its name (default: BASE's, with +imported)")
-    ] = None,
-) -> None:
-    """Calibrate a topology from runs you already have: NCCL's size regimes per collective from nccl-tests' output,
-    copy-engine and SM copy rates from nvbandwidth's; every number marked measured, its file as the source."""
-    from pkroof.topology import dump
-    from pkroof.topology.from_logs import import_runs
-
-    if name is not None and not name.strip():
-        _fail("--name must not be empty")
-    try:
-        topology, lines = import_runs(base, files, name=name)
-    except ValueError as e:
-        _fail(str(e))
-    for line in lines:
-        _echo(line)
-    try:
-        dump(topology, out)
-    except OSError as e:
-        _fail(f"{e.filename or out}: {e.strerror or e}")
-    _echo(f"wrote {out}")
 
 
 TraceTopo = Annotated[

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pkroof.rooflines import DTYPE_BYTES, Advice, Bound, Mechanism, Schedule, bus_bandwidth_factor
-from pkroof.rooflines.analysis import Analysis
-from pkroof.rooflines.export import bandwidths, recommendation_to_dict
+from pkroof.rooflines.analyze import Analysis
 from pkroof.rooflines.mechanisms import label
+from pkroof.rooflines.serialize import to_dict
 from pkroof.rooflines.units import fmt_Bps, fmt_bytes, fmt_clock, fmt_flops, fmt_s
 from pkroof.topology import PRESETS, ScaleUp, Topology, preset
 
@@ -160,12 +160,11 @@ def topology_text(t: Topology) -> str:
     return "\n".join(lines)
 
 
-def _bandwidths(b: Bound, t_s: float) -> str:
-    """ "algbw 275 GB/s, busbw 481 GB/s" at `t_s` for a workload that is one collective (nccl-tests' columns)."""
-    bw = bandwidths(b.workload, t_s)
-    if bw["algbw_Bps"] is None:
+def _bandwidths(b: Bound) -> str:
+    """ "algbw 275 GB/s, busbw 481 GB/s" at the roof for a workload that is one collective (nccl-tests' columns)."""
+    if b.algbw_Bps is None:
         return ""
-    return f"algbw {fmt_Bps(bw['algbw_Bps'])}, busbw {fmt_Bps(bw['busbw_Bps'])}"
+    return f"algbw {fmt_Bps(b.algbw_Bps)}, busbw {fmt_Bps(b.busbw_Bps)}"
 
 
 def _link(b: Bound) -> str:
@@ -182,15 +181,15 @@ def _link(b: Bound) -> str:
 
 
 def _terms(b: Bound) -> str:
-    rates = _bandwidths(b, b.t_roof_s)
+    rates = _bandwidths(b)
     lines = [
         f"t_roof {fmt_s(b.t_roof_s)} ({b.limiter}-bound) = max(compute {fmt_s(b.t_compute_s)}, "
         f"hbm {fmt_s(b.t_hbm_s)}, link {fmt_s(b.t_link_s)}) + latency {fmt_s(b.t_latency_s)}"
         + (f"; at the roof {rates}" if rates else ""),
         f"  {_link(b)}; compute at {fmt_flops(b.peak_flops)}",
     ]
-    if b.busiest:  # ranks differ: each term is its busiest rank's
-        lines.append("  busiest rank: " + ", ".join(f"{term} {rank}" for term, rank in b.busiest.items()))
+    if b.busiest_rank:  # ranks differ: each term is its busiest rank's
+        lines.append("  busiest rank: " + ", ".join(f"{term} {rank}" for term, rank in b.busiest_rank.items()))
     if b.workload.uncounted:
         lines.append("  not counted (no formula for): " + ", ".join(b.workload.uncounted))
     return "\n".join(lines)
@@ -220,8 +219,7 @@ def _predictions(b: Bound, limit: int | None = None) -> str:
     for p in b.predictions[:limit]:
         row = [p.label, p.schedule.value, str(p.comm_sms), fmt_s(p.t_s), f"{b.t_roof_s / p.t_s:.0%}"]
         if collective:
-            bw = bandwidths(b.workload, p.t_s)
-            row += [_gbps(bw["algbw_Bps"]), _gbps(bw["busbw_Bps"])]
+            row += [_gbps(p.algbw_Bps), _gbps(p.busbw_Bps)]
         rows.append([*row, _algorithms(p.algorithms, p.protocols if p.mechanism.value == "nccl" else ())])
     header = ["mechanism", "schedule", "comm SMs", "predicted", "of roof"]
     header += ["algbw GB/s", "busbw GB/s"] if collective else []
@@ -265,10 +263,10 @@ def advice_text(b: Bound, advice: Advice | None) -> str:
 
 def recommendation(a: Analysis, *, with_size: bool = False) -> dict | None:
     """`advise --json`'s object for one analysis; with its size (`size_bytes`) where several are printed."""
-    rec = recommendation_to_dict(a.advice)
+    rec = to_dict(a.advice)
     if not with_size or rec is None:
         return rec
-    return {"size_bytes": sum(op.size_bytes for op in a.workload.comm), **rec}
+    return {"size_bytes": a.workload.comm_bytes, **rec}
 
 
 def _sweep_head(a: Analysis) -> str:
@@ -287,8 +285,7 @@ def _us(t: float | None) -> str:
 
 def _at(w, t: float | None) -> list[str]:
     """time (µs), algbw and busbw (GB/s) at `t`, as nccl-tests prints a row's three numbers."""
-    bw = bandwidths(w, t)
-    return [_us(t), _gbps(bw["algbw_Bps"]), _gbps(bw["busbw_Bps"])]
+    return [_us(t), *map(_gbps, w.bandwidths(t))]
 
 
 SWEEP_HEADER = (
@@ -304,7 +301,7 @@ def sweep_text(analyses: list[Analysis]) -> str:
     rows = []
     for a in analyses:
         b, w = a.bound, a.workload
-        size = sum(op.size_bytes for op in w.comm)
+        size = w.comm_bytes
         best = b.predictions[0] if b.predictions else None
         nccl = b.prediction(Mechanism.NCCL, Schedule.SERIAL)
         pair = f"{best.label} + {best.schedule.value}" if best else "-"
@@ -323,7 +320,7 @@ def advice_sweep_text(analyses: list[Analysis]) -> str:
     """Several sizes: per size the recommended pair, its prediction, its headroom over NCCL and its first reason."""
     rows = []
     for a in analyses:
-        size = sum(op.size_bytes for op in a.workload.comm)
+        size = a.workload.comm_bytes
         adv = a.advice
         if adv is None:
             rows.append([fmt_bytes(size), "-", "-", "-", "nothing to communicate"])

@@ -25,13 +25,12 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from pkroof.analysis.problem import predict_declared, workload_of
+from pkroof.records import format as rec
+from pkroof.records.evaluate import record_workload
 from pkroof.rooflines import Mechanism, Protocol, Schedule, Workload
 from pkroof.rooflines.mechanisms import label
 from pkroof.topology import Topology
-
-from . import records as rec
-from .analysis import predict_declared, workload_of
-from .evaluate import record_workload
 
 MIN_RECORDS = 2  # fewer is an anecdote, not a measurement
 

@@ -11,20 +11,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pkroof.kernels.catalogue import Problem, ProblemError, check_path, is_file, is_suite_problem, load
+from pkroof.analysis.catalogue import Problem, ProblemError, is_file, is_suite_problem, load
+from pkroof.analysis.problem import NeedsDataError, ProblemAnalysis, analyze, has_torch
+from pkroof.analysis.source import check_path
+from pkroof.analysis.user_file import PRELOAD
+from pkroof.records import format as records
+from pkroof.records.evaluate import derive
 from pkroof.rooflines import DTYPE_BYTES, bus_bandwidth_factor
 from pkroof.rooflines.units import fmt_bytes, fmt_s
 from pkroof.rooflines.workload import workload_to_dict
-from pkroof.runtime.launch import phase, run_isolated
+from pkroof.runtime.isolated import run_isolated
+from pkroof.runtime.launch import phase
 from pkroof.runtime.launched import Control, launched
 from pkroof.topology import Topology, dumps, resolve
 
-from . import records
-from .analysis import NeedsDataError, ProblemAnalysis, analyze, has_torch
-from .evaluate import derive
-from .isolated import PRELOAD
-from .launched import JobLostError, Placement, check_files, follow, job_topology, join, placement, run_launched
-from .run import Job, check_builtin, check_impl_spec, finish, resolve_impl, run_job
+from .across_nodes import JobLostError, Placement, check_files, follow, job_topology, join, placement, run_launched
+from .implementations import check_builtin, check_impl_spec, resolve_impl
+from .run import Job, finish, run_job
 
 REFERENCE_PAIR = {"mechanism": "nccl", "schedule": "serial"}  # PyTorch + torch.distributed: compute, then NCCL
 HEADER = (
@@ -273,7 +276,7 @@ def profile(
     """Check and time every implementation of every problem at each of `sizes` (collectives; None: the shape's own,
     `round_sizes`: rounded down to split over the ranks, as a -b/-e sweep is); `dtype` casts the inputs; `iters`
     and `warmup` override the timing function's samples. Returns the records written by this call, as written:
-    measurements only (profilers/evaluate.py gives them the model's fields).
+    measurements only (records/evaluate.py gives them the model's fields).
 
     Started by torchrun or srun (one rank of a launched job), this process is that rank: global rank 0 profiles
     and writes the records, bounded against `topology` on the job's nodes (`nodes`: must be the job's); the other

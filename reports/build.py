@@ -1,42 +1,9 @@
 """Write a whole report folder atomically, and export result records as CSV, JSON or Parquet.
 
-`write_report` takes plain data; the CLI glue produces it from the topology, the records and pkroof.rooflines:
-
-    records       list of result records (profilers/records.py; one dict per JSON line)
-    bounds        {problem name: {
-                     "shapes": [{"shape": the shape label, as the records give it (an index row is one
-                                          (problem, shape, world size)),
-                                 "world_size": ranks,
-                                 "params": the problem's parameters at that shape (optional),
-                                 "summary": the dict of `pkroof bound --json` (rooflines/export.py
-                                            `bound_to_dict`, schema pkroof.bound/1) at that shape; the page
-                                            reads t_roof_s, limiter, terms {compute_s, hbm_s, link_s, latency_s},
-                                            link_bytes_per_rank, link_bandwidth_Bps, link_tier, dtype, topology,
-                                            nodes, and link_terms (on more than one node: each tier's apart),
-                                 "advice": its "recommendation" dict: {"mechanism", "schedule", "t_s",
-                                           "headroom", "reason"; optional "protocol", "comm_sms",
-                                           "baseline_t_s"}}, ...]  (one per recorded shape and world size),
-                     "sweep": [{"size_bytes": total comm bytes (the records' comm_bytes convention),
-                                "t_roof_s": .., "compute_s": .., "hbm_s": .., "link_s": .., "latency_s": ..,
-                                "predictions": {"<mechanism>/<schedule>[/ll]": t_s, ...}}, ...]  (size ascending)
-                     "crossover": None without a network, else the bound at one shape against the number of nodes:
-                                  {"shape": its label, "ranks_per_node": ranks on each node,
-                                   "fabric": "NVLink" or "PCIe" (the node's own links),
-                                   "points": [{"nodes", "world_size", "t_roof_s", "compute_s", "hbm_s", "scaleup_s",
-                                               "scaleout_s", "latency_s"}, ...]  (rooflines/analysis.py NodesPoint),
-                                   "network_from": the fewest nodes whose scale-out term exceeds the scale-up one
-                                                   (None: none of the points),
-                                   "left_out": one line naming the node counts that could not be bounded, and why}
-                  }}
-    categories    {problem name: category}
-    problems_meta {problem name: {"doc": one-line docstring, "source": file, "command": the command that ran it}}
-    left_out      {problem name: why it has no page} (analytic reports: a shape that does not divide, ...)
-    superseded    how many records a later run of the same (problem, shape, implementation, ranks) replaced
-
-Advice is only ever shown beside the shape and world size it was computed for.
-Every key is optional: a page shows "—" for what it was not given. A problem gets a page when it has records
-or a bound (a bound alone: an analytic page, roofline and advice with no measurement).
-A problem in `left_out` is named, with its reason, on the index.
+`write_report` takes one topology's Report (records/report_inputs.py): the records with their model view, a Page per
+problem (its analysed shapes, each a Bound with its advice; the roof swept over sizes or shapes; the bound against
+the number of nodes) and the problems left out. The pages turn it into DataFrames and figures (frames.py,
+figures.py) and those into HTML (html.py): no other form between.
 """
 
 from __future__ import annotations
@@ -58,7 +25,7 @@ import plotly.offline
 from . import frames, html
 
 if TYPE_CHECKING:
-    from pkroof.topology import Topology
+    from pkroof.records.report_data import Report
 
 MARKER = ".pkroof-report"  # names a folder write_report made, so it may replace it whole
 EXPORTS = ("csv", "json", "parquet")
@@ -75,45 +42,37 @@ def slug(name: str) -> str:
 
 def _pages(
     out: Path,
+    report: Report,
     *,
-    topology: Topology,
-    records: list[dict[str, Any]],
-    bounds: Mapping[str, Any],
-    categories: Mapping[str, str],
-    problems_meta: Mapping[str, Any],
-    left_out: Mapping[str, str] | None = None,
     others: Mapping[str, str] | None = None,
     assets: str = "",
-    superseded: int = 0,
     log: Callable[[str], None] = lambda line: None,
 ) -> list[Path]:
     """Every page of one topology's report into `out` (plotly.min.js is `assets` away, written by the caller)."""
-    table = frames.records_frame(records)
-    index = frames.index_frame(table, categories=categories, advice=frames.advice_by_row(bounds))
-    analytic = frames.analytic_rows(bounds, categories, measured=index["problem"])
+    table = frames.records_frame(report.records)
+    categories = {name: page.category for name, page in report.pages.items()}
+    index = frames.index_frame(table, categories=categories, advice=frames.advice_by_row(report.pages.values()))
+    analytic = frames.analytic_rows(report.pages.values(), measured=index["problem"])
     if len(analytic):  # problems bounded but not measured: their roofline and advice, no measurements
         index = pd.concat([index, analytic], ignore_index=True) if len(index) else analytic
     pages = {name: f"problem-{slug(name)}.html" for name in dict.fromkeys(index["problem"])}
+    topology = report.topology
     written = {
         "index.html": html.index_page(
             index,
             pages=pages,
             topology=topology.name,
             num_runs=len(table),
-            left_out=left_out,
+            left_out=report.left_out,
             others=others,
             assets=assets,
-            superseded=superseded,
+            superseded=report.superseded,
         )
     }
     log(f"{topology.name}: writing {len(pages) + 2} pages")
-    for name, page in pages.items():
-        written[page] = html.problem_page(
-            name,
-            records=table[table["problem"] == name],
-            bound=bounds.get(name),
-            meta=problems_meta.get(name),
-            assets=assets,
+    for name, file_name in pages.items():
+        written[file_name] = html.problem_page(
+            name, records=table[table["problem"] == name], page=report.pages.get(name), assets=assets
         )
     written["topology.html"] = html.topology_page(topology, assets=assets)
     out.mkdir(parents=True, exist_ok=True)
@@ -137,22 +96,16 @@ def check_out(out_dir: Path, *, replace: bool = True) -> None:
 
 def write_report(
     out_dir: Path,
+    report: Report,
     *,
-    topology: Topology,
-    records: list[dict[str, Any]],
-    bounds: Mapping[str, Any],
-    categories: Mapping[str, str],
-    problems_meta: Mapping[str, Any],
-    left_out: Mapping[str, str] | None = None,
-    others: Mapping[str, Mapping[str, Any]] | None = None,
-    superseded: int = 0,
+    others: Mapping[str, Report] | None = None,
     log: Callable[[str], None] = lambda line: None,
 ) -> list[Path]:
     """Build the report in a temporary sibling folder, then swap it in: a reader sees the old one or the new one.
     `log` hears a line per machine as its pages are written.
 
-    `others` maps another machine's name to the same keyword arguments for its own report (usually analytic:
-    no records), written under presets/<name>/ and linked from the index.
+    `others` maps another machine's name to its own Report (usually analytic: no records), written under
+    presets/<name>/ and linked from the index.
 
     An existing `out_dir` is replaced whole, but only if it is empty or a report this function wrote.
     """
@@ -164,23 +117,12 @@ def write_report(
     new = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
     try:
         links = {name: f"presets/{slug(name)}/index.html" for name in (others or {})}
-        names = _pages(
-            new,
-            topology=topology,
-            records=records,
-            bounds=bounds,
-            categories=categories,
-            problems_meta=problems_meta,
-            left_out=left_out,
-            others=links,
-            superseded=superseded,
-            log=log,
-        )
+        names = _pages(new, report, others=links, log=log)
         (new / "plotly.min.js").write_text(plotly.offline.get_plotlyjs(), encoding="utf-8")
         names.append(Path("plotly.min.js"))
         for name, sub in (others or {}).items():  # analytic reports of other machines, sharing plotly.min.js
             folder = Path("presets") / slug(name)
-            names += [folder / n for n in _pages(new / folder, **sub, assets="../../", log=log)]
+            names += [folder / n for n in _pages(new / folder, sub, assets="../../", log=log)]
         (new / MARKER).write_text("pkroof report\n")
         new.chmod(0o755)  # mkdtemp makes it 0700
     except BaseException:

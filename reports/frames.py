@@ -1,7 +1,10 @@
-"""Plain data → pandas DataFrames: result records, the per-problem index, probe curves, fitted models, roofline sweeps.
+"""Typed results → pandas DataFrames: result records, the per-problem index, probe curves, fitted models, roofline
+sweeps, the bound against the number of nodes.
 
-Nothing here measures or bounds anything: the records, the topology and the sweep points arrive computed.
-A field that is missing or not a number (a corrupted record) becomes NaN (numbers) or "" (text), never an error.
+Nothing here measures or bounds anything: the records arrive with their model view, the pages' bounds, sweeps and
+crossovers as the model's results (records/report_inputs.py), and a fitted model's line is the model's own transfer
+time (rooflines/mechanisms.py). A record's field that is missing or not a number (a corrupted record) becomes NaN
+(numbers) or "" (text), never an error.
 """
 
 from __future__ import annotations
@@ -12,12 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from pkroof.profilers.records import topology_name
-from pkroof.rooflines import Collective
-from pkroof.rooflines.bound import nccl_traffic
+from pkroof.records.format import topology_name
+from pkroof.rooflines import Advice, Collective, Mechanism, TransferModel
+from pkroof.rooflines.algorithms import nccl_traffic
+from pkroof.rooflines.analyze import NodesPoint, SweepPoint
 from pkroof.rooflines.mechanisms import label
 
 if TYPE_CHECKING:
+    from pkroof.records.report_data import Page, Shape
+    from pkroof.rooflines import Bound
     from pkroof.topology import Topology
 
 TEXT = ("problem", "shape", "impl", "status", "mechanism", "schedule", "message", "date")
@@ -99,21 +105,22 @@ def _record_row(record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def records_frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per result record (profilers/records.py), the environment flattened into columns."""
+    """One row per result record (records/format.py), the environment flattened into columns."""
     frame = pd.DataFrame([_record_row(r) for r in records], columns=list(RECORD_COLUMNS))
     for name in ("world_size", "nodes", "ranks_per_node"):
         frame[name] = frame[name].astype("Int64")
     return frame
 
 
-def _advice_fields(advice: Mapping[str, Any] | None) -> dict[str, Any]:
-    advice = advice or {}
+def _advice_fields(advice: Advice | None) -> dict[str, Any]:
+    if advice is None:
+        return {"mechanism": "", "schedule": "", "predicted_s": math.nan, "predicted_headroom": math.nan, "reason": ""}
     return {
-        "mechanism": _mechanism(advice),
-        "schedule": _text(advice.get("schedule")),
-        "predicted_s": _number(advice.get("t_s")),
-        "predicted_headroom": _number(advice.get("headroom")),
-        "reason": _text(advice.get("reason")),
+        "mechanism": advice.best.label,
+        "schedule": advice.schedule.value,
+        "predicted_s": _number(advice.t_s),
+        "predicted_headroom": _number(advice.headroom),
+        "reason": advice.reason,
     }
 
 
@@ -147,13 +154,12 @@ def index_frame(
     records: pd.DataFrame,
     *,
     categories: Mapping[str, str] | None = None,
-    advice: Mapping[RowKey, Mapping[str, Any]] | None = None,
+    advice: Mapping[RowKey, Advice | None] | None = None,
 ) -> pd.DataFrame:
     """One row per (problem, shape, world size): the reference against the fastest correct implementation.
 
-    headroom = reference median / best median (measured). `advice` maps (problem, shape, world size) to the
-    recommendation computed for that row's own parameters and ranks (the `recommendation` dict of
-    `pkroof bound --json`: mechanism, schedule, t_s, headroom, reason); a row without one shows none.
+    headroom = reference median / best median (measured). `advice` maps (problem, shape, world size) to the Advice
+    computed for that row's own parameters and ranks; a row without one shows none.
     """
     categories, advice = categories or {}, advice or {}
     rows = []
@@ -186,30 +192,24 @@ def index_frame(
     return frame
 
 
-def analytic_rows(
-    bounds: Mapping[str, Mapping[str, Any]],
-    categories: Mapping[str, str],
-    *,
-    measured: Iterable[str] = (),
-) -> pd.DataFrame:
+def analytic_rows(pages: Iterable[Page], *, measured: Iterable[str] = ()) -> pd.DataFrame:
     """Index rows for problems with a bound but no measurement: per analysed shape, the roof and its advice."""
     skip = set(measured)
     rows = []
-    for problem, b in bounds.items():
-        if problem in skip:
+    for page in pages:
+        if page.name in skip:
             continue
-        for entry in b.get("shapes") or ():
-            summary = entry.get("summary") or {}
+        for shape in page.shapes:
             rows.append(
                 {
-                    "problem": problem,
-                    "shape": _text(entry.get("shape")),
-                    "world_size": entry.get("world_size"),
-                    "category": categories.get(problem, ""),
-                    "t_roof_s": _number(summary.get("t_roof_s")),
+                    "problem": page.name,
+                    "shape": shape.label,
+                    "world_size": shape.world_size,
+                    "category": page.category,
+                    "t_roof_s": _number(shape.bound.t_roof_s),
                     "num_impls": 0,
                     "num_failed": 0,
-                    **_advice_fields(entry.get("advice")),
+                    **_advice_fields(shape.advice),
                     "on_cpu": False,
                 }
             )
@@ -218,13 +218,9 @@ def analytic_rows(
     return frame
 
 
-def advice_by_row(bounds: Mapping[str, Mapping[str, Any]]) -> dict[RowKey, Mapping[str, Any]]:
+def advice_by_row(pages: Iterable[Page]) -> dict[RowKey, Advice | None]:
     """(problem, shape, world size) → the advice computed for that shape (the `advice` argument of index_frame)."""
-    return {
-        (problem, _text(e.get("shape")), e.get("world_size")): e.get("advice") or {}
-        for problem, b in bounds.items()
-        for e in b.get("shapes") or ()
-    }
+    return {(page.name, shape.label, shape.world_size): shape.advice for page in pages for shape in page.shapes}
 
 
 CURVE_COLUMNS = (
@@ -276,24 +272,32 @@ def curves_frame(topology: Topology) -> pd.DataFrame:
 MODEL_COLUMNS = ("mechanism", "curve", "basis", "sweep", "x", "bandwidth_Bps")
 
 
-def _models(topology: Topology) -> dict[tuple[str, str, str], tuple[list[tuple[float, float]], float | None]]:
-    """(mechanism, curve, basis) → ([(α, β_peak) per regime], β_cta), from the probe's fits or, without a probe,
-    from the mechanism specs. A curve fitted in several regimes (NCCL) runs the cheapest line at each size."""
-    out: dict[tuple[str, str, str], tuple[list[tuple[float, float]], float | None]] = {}
-    if topology.probe is not None:
-        for f in sorted(topology.probe.fits, key=lambda f: f.regime):
-            lines, _ = out.setdefault((f.mechanism, f.curve, "fit"), ([], f.per_cta_bandwidth_Bps))
-            lines.append((f.latency_s, f.peak_bandwidth_Bps))
-        return out
-    for name, m in topology.mechanisms.items():
-        if m.available:
-            out[(name, name, "spec")] = ([(m.latency_s, m.peak_bandwidth_Bps)], m.per_cta_bandwidth_Bps)
-    return out
+def _lines(topology: Topology) -> dict[tuple[str, str, str], TransferModel]:
+    """(mechanism, curve, basis) → the model's transfer model of that line: the probe's fits of the curve (several
+    are a collective's regimes, of which the cheapest runs at each size) or, without a probe, the mechanism's spec."""
+    if topology.probe is None:
+        specs = topology.mechanisms.items()
+        return {(name, name, "spec"): spec.model(Mechanism(name)) for name, spec in specs if spec.available}
+    fits: dict[tuple[str, str], list] = {}
+    for f in sorted(topology.probe.fits, key=lambda f: f.regime):
+        fits.setdefault((f.mechanism, f.curve), []).append(f)
+    return {
+        (mechanism, curve, "fit"): TransferModel(
+            Mechanism(mechanism),
+            True,
+            regimes[0].latency_s,
+            max(f.peak_bandwidth_Bps for f in regimes),
+            regimes[0].per_cta_bandwidth_Bps,
+            collective_fits=tuple((curve, f.latency_s, f.peak_bandwidth_Bps) for f in regimes),
+        )
+        for (mechanism, curve), regimes in fits.items()
+    }
 
 
 def model_frame(topology: Topology, sizes: Iterable[float], ctas: Iterable[int]) -> pd.DataFrame:
-    """The topology's own fitted model at the given x: size sweeps L(S) / min_r(α_r + L(S)/β_r) over the fit's
-    regimes (one, except NCCL's); CTA sweeps min(k·β_cta, β_peak).
+    """The topology's own fitted model at the given x, as the model computes it (rooflines/mechanisms.py
+    TransferModel): size sweeps L(S) / t(L(S)), the cheapest of a fit's regimes at each size; CTA sweeps the
+    bandwidth k CTAs reach, min(k·β_cta, β_peak).
 
     L(S) is the link bytes of one call: S for a point-to-point copy; for an NCCL fit, its collective's link bytes
     on the node's ranks (β is a link rate), the same units as the samples (curves_frame).
@@ -302,14 +306,13 @@ def model_frame(topology: Topology, sizes: Iterable[float], ctas: Iterable[int])
     sizes, ctas = list(sizes), list(ctas)
     rows, ranks = [], topology.nodes * topology.gpus_per_node  # NCCL fits span every rank the probe ran
     measured_on = {c.name: c.num_ranks for c in topology.probe.curves} if topology.probe else {}
-    for (mechanism, curve, basis), (lines, per_cta) in _models(topology).items():
+    for (mechanism, curve, basis), model in _lines(topology).items():
         link = _link_bytes(mechanism, curve, measured_on.get(curve) or ranks)
         for s in sizes:
-            t = min(alpha + link(s) / peak for alpha, peak in lines)
-            rows.append((mechanism, curve, basis, "size", s, link(s) / t))
-        if per_cta is not None:
-            peak = max(p for _, p in lines)
-            rows += [(mechanism, curve, basis, "ctas", k, min(k * per_cta, peak)) for k in ctas]
+            moved = link(s)
+            rows.append((mechanism, curve, basis, "size", s, moved / model.for_collective(curve, moved).time_s(moved)))
+        if model.uses_sms:
+            rows += [(mechanism, curve, basis, "ctas", k, model.bandwidth_Bps(k)) for k in ctas]
     return pd.DataFrame(rows, columns=list(MODEL_COLUMNS))
 
 
@@ -323,22 +326,19 @@ def _link_bytes(mechanism: str, curve: str, world: int) -> Callable[[float], flo
 ROOFLINE_COLUMNS = ("x", "x_kind", "series", "kind", "t_s")
 
 
-def roofline_frame(points: Iterable[Mapping[str, Any]], x: str | None = None) -> pd.DataFrame:
-    """Long form of precomputed sweep points: one row per (x, series).
+def roofline_frame(points: Iterable[SweepPoint], x: str = "size_bytes") -> pd.DataFrame:
+    """Long form of sweep points: one row per (x, series), x each point's `x` ("size_bytes", or "flops" for a sweep
+    of shapes without a size).
 
     kind is "roof" (t_roof_s), "term" (compute, HBM, link, latency) or "prediction" (series "mechanism/schedule",
     "/ll" appended for the LL protocol).
-    x_kind is `x` where given (a sweep of shapes is drawn against "flops"), else "size_bytes" when the points give
-    sizes, else "x".
     """
     rows = []
     for p in points:
-        x_kind = x or ("size_bytes" if "size_bytes" in p else "x")
-        at = _number(p[x_kind])
+        at = _number(getattr(p, x))
         for key, series in TERMS.items():
-            if key in p:
-                rows.append((at, x_kind, series, "roof" if key == "t_roof_s" else "term", _number(p[key])))
-        rows += [(at, x_kind, name, "prediction", _number(t)) for name, t in (p.get("predictions") or {}).items()]
+            rows.append((at, x, series, "roof" if key == "t_roof_s" else "term", _number(getattr(p, key))))
+        rows += [(at, x, name, "prediction", _number(t)) for name, t in p.predictions.items()]
     return pd.DataFrame(rows, columns=list(ROOFLINE_COLUMNS))
 
 
@@ -353,16 +353,15 @@ NODES_TERMS = {
 NODES_COLUMNS = ("nodes", "series", "t_s")
 
 
-def nodes_frame(points: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
-    """Long form of the bound at each number of nodes (reports/build.py: a crossover's points): one row per (nodes,
-    series) whose time is positive, as a log axis draws them (no scale-out on one node, no compute in a
-    collective)."""
+def nodes_frame(points: Iterable[NodesPoint]) -> pd.DataFrame:
+    """Long form of the bound at each number of nodes (a crossover's points): one row per (nodes, series) whose time
+    is positive, as a log axis draws them (no scale-out on one node, no compute in a collective)."""
     rows = []
     for p in points:
         for key, series in NODES_TERMS.items():
-            t = _number(p.get(key))
+            t = _number(getattr(p, key))
             if t > 0:
-                rows.append((int(p["nodes"]), series, t))
+                rows.append((p.nodes, series, t))
     return pd.DataFrame(rows, columns=list(NODES_COLUMNS))
 
 
@@ -371,13 +370,11 @@ def on_cpu_ranks(records: pd.DataFrame) -> pd.Series:
     return records["backend"] == "gloo"
 
 
-def chart_x(bound: Mapping[str, Any]) -> str:
+def chart_x(page: Page) -> str:
     """What a problem's time chart is drawn against: its size where it has one (a collective), else its FLOPs
     (shapes of a GEMM differ in FLOPs, and sizes would pile distinct roofs on one x), else its communication."""
-    sweep = bound.get("sweep") or ()
-    shapes = bound.get("shapes") or ()
-    sized = any("size" in ((e.get("summary") or {}).get("params") or {}) for e in shapes)
-    if sized or not any(_number(p.get("flops")) > 0 for p in sweep):
+    sized = any("size" in shape.bound.params for shape in page.shapes)
+    if sized or not any(p.flops > 0 for p in page.sweep):
         return "size_bytes"
     return "flops"
 
@@ -403,100 +400,91 @@ INTENSITY_COLUMNS = (
 )
 
 
-def intensity_frame(records: pd.DataFrame, shapes: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per timed GPU record, placed by its shape's workload (from that shape's bound, `pkroof bound
-    --json`'s dict): achieved FLOP/s = FLOPs / median, achieved link rate = link bytes per rank / median, FLOPs per
-    HBM byte and per link byte, and the shape's roof as FLOP/s (FLOPs / t_roof). CPU-rank records are left out."""
-    by_shape = {(_text(e.get("shape")), e.get("world_size")): e.get("summary") or {} for e in shapes}
+def _intensities(flops: float, hbm: float, link: float, t_roof: float) -> dict[str, float]:
+    """FLOPs per HBM byte and per link byte, and the roof as FLOP/s (FLOPs / t_roof); NaN where a divisor is 0."""
+    return {
+        "hbm_intensity": flops / hbm if hbm > 0 else math.nan,
+        "link_intensity": flops / link if link > 0 else math.nan,
+        "roof_flops": flops / t_roof if t_roof > 0 else math.nan,
+    }
+
+
+def _roofs(b: Bound) -> dict[str, float]:
+    """The shape's roofs: its FLOPs' peak FLOP/s, the HBM bandwidth and the link rate its link term was charged."""
+    return {name: _number(getattr(b, name)) for name in ("peak_flops", "hbm_bandwidth_Bps", "link_bandwidth_Bps")}
+
+
+def _sizes(b: Bound) -> tuple[float, float, float, float]:
+    """(FLOPs, HBM bytes, link bytes per rank, t_roof) of the busiest rank."""
+    return _number(b.flops), _number(b.hbm_bytes), _number(b.link_bytes_per_rank), _number(b.t_roof_s)
+
+
+def intensity_frame(records: pd.DataFrame, shapes: Iterable[Shape]) -> pd.DataFrame:
+    """One row per timed GPU record, placed by its shape's workload (from that shape's Bound): achieved FLOP/s =
+    FLOPs / median, achieved link rate = link bytes per rank / median, FLOPs per HBM byte and per link byte, and the
+    shape's roof as FLOP/s (FLOPs / t_roof). CPU-rank records are left out."""
+    by_shape = {(shape.label, shape.world_size): shape.bound for shape in shapes}
     rows = []
     gpu = records[(records["status"] == "correct") & records["median_s"].notna() & ~on_cpu_ranks(records)]
     for r in gpu.itertuples():
         b = by_shape.get((r.shape, None if pd.isna(r.world_size) else int(r.world_size)))
-        if not b:
+        if b is None:
             continue
-        flops, hbm, link = (_number(b.get(k)) for k in ("flops", "hbm_bytes", "link_bytes_per_rank"))
-        t_roof = _number(b.get("t_roof_s"))
-        comm = sum(_number(op.get("size_bytes")) for op in b.get("comm") or ())
+        flops, hbm, link, t_roof = _sizes(b)
         rows.append(
             {
                 "impl": r.impl,
                 "shape": r.shape,
                 "world_size": r.world_size,
                 "median_s": r.median_s,
-                "size_bytes": comm,
+                "size_bytes": sum(_number(op.size_bytes) for op in b.comm),  # the busiest rank's communication
                 "flops": flops,
                 "hbm_bytes": hbm,
                 "link_bytes": link,
                 "t_roof_s": t_roof,
                 "achieved_flops": flops / r.median_s,
                 "achieved_link_Bps": link / r.median_s,
-                "hbm_intensity": flops / hbm if hbm > 0 else math.nan,
-                "link_intensity": flops / link if link > 0 else math.nan,
-                "roof_flops": flops / t_roof if t_roof > 0 else math.nan,
-                "peak_flops": _number(b.get("peak_flops")),
-                "hbm_bandwidth_Bps": _number(b.get("hbm_bandwidth_Bps")),
-                "link_bandwidth_Bps": _number(b.get("link_bandwidth_Bps")),
+                **_intensities(flops, hbm, link, t_roof),
+                **_roofs(b),
             }
         )
     return pd.DataFrame(rows, columns=list(INTENSITY_COLUMNS))
 
 
-def shapes_frame(shapes: Iterable[Mapping[str, Any]], sweep: Iterable[Mapping[str, Any]] = ()) -> pd.DataFrame:
+def shapes_frame(shapes: Iterable[Shape], sweep: Iterable[SweepPoint] = ()) -> pd.DataFrame:
     """Each shape's own roof on the intensity chart (the attainable point FLOPs / t_roof): one row per analysed
     shape, named, and one per other point of the sweep (its named shapes or sizes: "" for a name), at the analysed
     shapes' roofs (peak FLOP/s, HBM and link bandwidth)."""
     rows = []
-    for e in shapes:
-        b = e.get("summary") or {}
-        flops, hbm, link, t_roof = (
-            _number(b.get(k)) for k in ("flops", "hbm_bytes", "link_bytes_per_rank", "t_roof_s")
-        )
+    for shape in shapes:
+        flops, hbm, link, t_roof = _sizes(shape.bound)
         rows.append(
-            {
-                "shape": _text(e.get("shape")),
-                "flops": flops,
-                "hbm_intensity": flops / hbm if hbm > 0 else math.nan,
-                "link_intensity": flops / link if link > 0 else math.nan,
-                "roof_flops": flops / t_roof if t_roof > 0 else math.nan,
-                "peak_flops": _number(b.get("peak_flops")),
-                "hbm_bandwidth_Bps": _number(b.get("hbm_bandwidth_Bps")),
-                "link_bandwidth_Bps": _number(b.get("link_bandwidth_Bps")),
-            }
+            {"shape": shape.label, "flops": flops, **_intensities(flops, hbm, link, t_roof), **_roofs(shape.bound)}
         )
     named = {(r["flops"], r["roof_flops"]) for r in rows}
+    unknown = dict.fromkeys(("peak_flops", "hbm_bandwidth_Bps", "link_bandwidth_Bps"), math.nan)
     for p in sweep:
-        flops, hbm, link, t_roof = (_number(p.get(k)) for k in ("flops", "hbm_bytes", "link_bytes", "t_roof_s"))
-        roof = flops / t_roof if t_roof > 0 else math.nan
-        if (flops, roof) in named or not flops > 0:
+        flops, hbm, link, t_roof = (_number(v) for v in (p.flops, p.hbm_bytes, p.link_bytes, p.t_roof_s))
+        rates = _intensities(flops, hbm, link, t_roof)
+        if (flops, rates["roof_flops"]) in named or not flops > 0:
             continue
-        rows.append(
-            {
-                "shape": "",
-                "flops": flops,
-                "hbm_intensity": flops / hbm if hbm > 0 else math.nan,
-                "link_intensity": flops / link if link > 0 else math.nan,
-                "roof_flops": roof,
-                "peak_flops": math.nan,
-                "hbm_bandwidth_Bps": math.nan,
-                "link_bandwidth_Bps": math.nan,
-            }
-        )
+        rows.append({"shape": "", "flops": flops, **rates, **unknown})
     return pd.DataFrame(rows)
 
 
 BANDWIDTH_ROOF_COLUMNS = ("size_bytes", "series", "Bps")
 
 
-def bandwidth_roof_frame(points: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+def bandwidth_roof_frame(points: Iterable[SweepPoint]) -> pd.DataFrame:
     """A collective's roofs as rates against its size, from the sweep: link bytes per rank over t_roof (what can be
     attained), over the link term (the link's rate), over the HBM term and over the latency term."""
     rows = []
     for p in points:
-        link, size = _number(p.get("link_bytes")), _number(p.get("size_bytes"))
+        link, size = _number(p.link_bytes), _number(p.size_bytes)
         if not link > 0:
             continue
         for key, series in (("t_roof_s", "roof"), ("link_s", "link"), ("hbm_s", "HBM"), ("latency_s", "latency")):
-            t = _number(p.get(key))
+            t = _number(getattr(p, key))
             if t > 0:
                 rows.append((size, series, link / t))
     return pd.DataFrame(rows, columns=list(BANDWIDTH_ROOF_COLUMNS))

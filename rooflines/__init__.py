@@ -1,7 +1,7 @@
 """Pure math of the communication-aware roofline: no torch, no NVML, no files, no devices."""
 
 from .advice import Advice, advise
-from .bound import Bound, Prediction, bound, predict
+from .bound import Bound, LinkTerm, Terms, bound
 from .collectives import (
     Algorithm,
     Collective,
@@ -12,6 +12,7 @@ from .collectives import (
     traffic,
 )
 from .mechanisms import Mechanism, Protocol, Schedule, TransferModel
+from .predictions import Prediction, predict
 from .system import System
 from .workload import DTYPE_BYTES, CommOp, ComputeOp, Workload
 
@@ -23,11 +24,13 @@ __all__ = [
     "Collective",
     "CommOp",
     "ComputeOp",
+    "LinkTerm",
     "Mechanism",
     "Prediction",
     "Protocol",
     "Schedule",
     "System",
+    "Terms",
     "Traffic",
     "TransferModel",
     "Workload",

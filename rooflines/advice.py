@@ -5,11 +5,15 @@ to beat NCCL's default by less than the model's own error is no win: the advice 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
 
-from .bound import Bound, Prediction
 from .collectives import Collective
 from .mechanisms import Mechanism, Protocol, Schedule
+from .predictions import Prediction
 from .units import fmt_Bps, fmt_bytes, fmt_s
+
+if TYPE_CHECKING:
+    from .bound import Bound  # advise() reads a Bound; bound() advises the Bound it makes
 
 # A pair must be predicted this much faster than NCCL's default to be advised over it: on the 113 held-out published
 # runs the NCCL baseline's median error is 4.4%, 91% are within 25%, and on H100 and B200 the medians are 11-12%
@@ -26,6 +30,21 @@ class Advice:
     facts: dict[str, float]  # every number the reason quotes, unformatted
     fastest: Prediction | None = None  # the fastest prediction where it was not advised (within WIN of NCCL's)
 
+    # `pkroof advise --json`'s object (rooflines/serialize.py): the pair to build, its time, NCCL's, why
+    json_fields: ClassVar[tuple[str, ...]] = (
+        "mechanism",
+        "schedule",
+        "protocol",
+        "comm_sms",
+        "t_s",
+        "baseline_t_s",
+        "baseline_assumes",
+        "headroom",
+        "fastest_t_s",
+        "reason",
+        "facts",
+    )
+
     @property
     def baseline_pair(self) -> str:
         """What the baseline assumes NCCL runs, per comm op ("nvls/simple")."""
@@ -34,6 +53,41 @@ class Advice:
         protocols = self.baseline.protocols or ("",) * len(self.baseline.algorithms)
         pairs = zip(self.baseline.algorithms, protocols, strict=True)
         return ",".join(f"{a}/{p}" if p else a for a, p in pairs)
+
+    @property
+    def mechanism(self) -> Mechanism:
+        return self.best.mechanism
+
+    @property
+    def schedule(self) -> Schedule:
+        return self.best.schedule
+
+    @property
+    def protocol(self) -> Protocol:
+        return self.best.protocol
+
+    @property
+    def comm_sms(self) -> int:
+        return self.best.comm_sms
+
+    @property
+    def t_s(self) -> float:
+        """The advised pair's predicted time."""
+        return self.best.t_s
+
+    @property
+    def baseline_t_s(self) -> float | None:
+        return self.baseline.t_s if self.baseline else None
+
+    @property
+    def baseline_assumes(self) -> str | None:
+        """What NCCL runs by default, per comm op (None without a baseline)."""
+        return self.baseline_pair or None
+
+    @property
+    def fastest_t_s(self) -> float | None:
+        """The fastest pair's time where it was not advised (within WIN of NCCL's default)."""
+        return self.fastest.t_s if self.fastest else None
 
 
 _WHOLE_BUFFER = frozenset({Collective.SEND_RECV, Collective.BROADCAST, Collective.REDUCE})

@@ -11,8 +11,9 @@ import dataclasses
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import ClassVar
 
-from .collectives import REDUCTIONS, Collective
+from .collectives import REDUCTIONS, Collective, algorithm_bandwidth_Bps, bus_bandwidth_Bps
 
 # bytes per element of each dtype pkroof models; tf32 is stored as fp32
 DTYPE_BYTES = {"fp8": 1, "bf16": 2, "fp16": 2, "tf32": 4, "fp32": 4}
@@ -45,6 +46,24 @@ class CommOp:
     # The comm ops (by name) whose results this one's data depends on, through any compute: the latency term is
     # the longest such chain. None: after the op before it (a hand-written workload's ops run in order).
     after: tuple[str, ...] | None = None
+    # what a bound's JSON shows of the op (rooflines/serialize.py): the busiest rank's bytes where they are its own
+    json_fields: ClassVar[tuple[str, ...]] = (
+        "name",
+        "kind",
+        "size_bytes",
+        "group_size",
+        "reduction",
+        "producer",
+        "consumer",
+        "send_bytes",
+        "recv_bytes",
+        "after",
+    )
+
+    def __post_init__(self) -> None:
+        if self.explicit:  # one direction given: the other carries nothing
+            object.__setattr__(self, "send_bytes", self.send_bytes or 0.0)
+            object.__setattr__(self, "recv_bytes", self.recv_bytes or 0.0)
 
     @property
     def reduction(self) -> bool:
@@ -115,8 +134,23 @@ class Workload:
     @property
     def sole_collective(self) -> CommOp | None:
         """The workload's one collective where it is nothing else (no compute): what nccl-tests times, so its
-        algbw and busbw apply (rooflines/export.py: bandwidths)."""
+        algbw and busbw apply (bandwidths)."""
         return self.comm[0] if len(self.comm) == 1 and not self.compute else None
+
+    @property
+    def comm_bytes(self) -> float:
+        """Its communication in nccl-tests' size convention, every op's summed (0 without any)."""
+        return sum(op.size_bytes for op in self.comm)
+
+    def bandwidths(self, t_s: float | None) -> tuple[float | None, float | None]:
+        """nccl-tests' algbw (size / time) and busbw (algbw × its PERFORMANCE.md factor) at time `t_s`, where the
+        workload is one collective and nothing else; (None, None) for anything else (a fused GEMM, several
+        collectives) and for no time."""
+        op = self.sole_collective
+        if op is None or t_s is None or not t_s > 0:
+            return None, None
+        algbw = algorithm_bandwidth_Bps(op.size_bytes, t_s)
+        return algbw, bus_bandwidth_Bps(op.kind, op.size_bytes, t_s, op.group_size)
 
     @property
     def overlappable(self) -> bool:

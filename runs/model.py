@@ -3,7 +3,7 @@ predicted time at its size, group and placement, a GEMM's bound at its dtype, an
 
 A collective's workload comes from the same builder the suite's collective problems use
 (rooflines.workloads.collective, as `pkroof bound all-reduce` builds it), bounded by the one analysis
-(rooflines.analysis.analyze); a GEMM's from rooflines.workloads.gemm. Results are cached per distinct shape: a job
+(rooflines.analyze.analyze); a GEMM's from rooflines.builders.gemm. Results are cached per distinct shape: a job
 repeats the same few collectives and GEMMs thousands of times.
 """
 
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from pkroof.rooflines import Collective, Mechanism, Schedule, System, bus_bandwidth_factor
-from pkroof.rooflines.analysis import Analysis, analyze
-from pkroof.rooflines.workloads import collective, gemm
+from pkroof.rooflines.analyze import Analysis, analyze
+from pkroof.rooflines.builders import collective, gemm
 from pkroof.topology import PRESETS, Topology, preset, resolve
 
 # this module's collective names → the model's

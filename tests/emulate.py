@@ -62,7 +62,7 @@ def emulate(
     """Three consecutive calls (both parity halves), fresh inputs each; AssertionError on a wrong element."""
     import torch
 
-    from pkroof.kernels import collectives as c
+    from pkroof.kernels import symm_collectives as c
     from pkroof.kernels.symm import FLAG_STRIDE, MAX_CTAS
 
     kind = dict(zip(KINDS, [c.ALL_REDUCE, c.ALL_GATHER, c.REDUCE_SCATTER, c.ALL_TO_ALL], strict=True))[kind_name]

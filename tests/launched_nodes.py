@@ -9,7 +9,7 @@ import time
 import uuid
 from pathlib import Path
 
-from pkroof.profilers import records
+from pkroof.records import format as records
 from pkroof.runtime.launch import free_port
 
 

@@ -1,5 +1,5 @@
-"""The Python API from a plain `python -c`: pkroof.bound, pkroof.advise, pkroof.profile, typed frozen results whose
-attributes are the JSON's fields, and an `import pkroof` that loads neither torch nor pandas."""
+"""The Python API from a plain `python -c`: pkroof.bound, pkroof.advise, pkroof.profile, the model's own frozen
+results whose attributes include every key of the JSON, and an `import pkroof` that loads neither torch nor pandas."""
 
 import dataclasses
 import json
@@ -80,14 +80,19 @@ def test_bad_input_is_a_value_error_of_one_line():
 
 
 def test_the_bound_object_has_the_json_fields_and_is_frozen():
+    from pkroof.rooflines import Bound, Prediction
+    from pkroof.rooflines.advice import Advice
+
     b = pkroof.bound("all-gather", topology="hgx-h100-8", size="1GiB")
     cli = json.loads(
         CliRunner().invoke(app, ["bound", "all-gather", "-t", "hgx-h100-8", "--size", "1GiB", "--json"]).stdout
     )
-    assert [f.name for f in dataclasses.fields(pkroof.Bound)] == list(cli)
+    assert pkroof.Bound is Bound and pkroof.Prediction is Prediction and pkroof.Advice is Advice  # the model's own
+    assert list(pkroof.Bound.json_fields) == list(cli) and all(hasattr(b, name) for name in cli)
     assert {f.name for f in dataclasses.fields(pkroof.Prediction)} == set(cli["predictions"][0])
-    assert {f.name for f in dataclasses.fields(pkroof.Recommendation)} == set(cli["recommendation"])
-    assert b.to_dict() == cli
+    assert list(pkroof.Advice.json_fields) == list(cli["recommendation"])
+    assert b.to_dict() == cli and (b.schema, b.problem, b.topology) == (cli["schema"], "all-gather", "hgx-h100-8")
+    assert b.terms.link_s == cli["terms"]["link_s"] and b.recommendation.t_s == cli["recommendation"]["t_s"]
     assert isinstance(b.predictions, tuple) and isinstance(b.predictions[0], pkroof.Prediction)
     with pytest.raises(dataclasses.FrozenInstanceError):
         b.t_roof_s = 0.0  # type: ignore[misc]
@@ -148,3 +153,32 @@ def test_traced_problems_with_uneven_ranks_and_dependencies_build_the_same_objec
     assert json.loads(json.dumps(b.to_dict())) == json.loads(out.stdout)
     assert set(b.busiest_rank) <= {"compute", "hbm", "link", "latency"} and isinstance(b.uncounted, tuple)
     assert pkroof.advise(problem, topology="h200x2").t_s >= b.t_roof_s
+
+
+def test_a_problem_file_takes_the_clis_route_in_a_process_of_its_own_stopped_at_its_deadline(tmp_path):
+    from hostile_problems import HEAD, REFERENCE, SOURCES
+
+    written = "from pkroof.rooflines import Collective, CommOp, Workload\n"
+    written += "def workload(world_size, *, n=64):\n    _say('mine')\n"
+    written += "    return Workload('w', comm=(CommOp('x', Collective.ALL_REDUCE, 4 * n, world_size),))\n"
+    (tmp_path / "mine.py").write_text(HEAD + REFERENCE + written)
+    (tmp_path / "hangs.py").write_text(SOURCES["workload_hangs"])
+    (tmp_path / "pids").mkdir()
+    code = (
+        "import os, pkroof\n"
+        f"b = pkroof.bound({str(tmp_path / 'mine.py')!r}, topology='h200x2', world_size=2)\n"
+        "print(os.getpid(), b.problem, b.comm[0].size_bytes)\n"
+        "try:\n"
+        f"    pkroof.bound({str(tmp_path / 'hangs.py')!r}, topology='h200x2', world_size=2, timeout_s=3)\n"
+        "except ValueError as e:\n"
+        "    print(e)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PKROOF_TOPOLOGY"} | {"TEST_PIDS": str(tmp_path / "pids")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    first, stopped = done.stdout.splitlines()
+    caller, problem, size = first.split()
+    assert (problem, float(size)) == ("w", 4 * 64)  # the file's own workload, at its default n
+    ran = {p.name.split("-")[0]: int(p.read_text()) for p in (tmp_path / "pids").iterdir()}
+    assert ran["mine"] != int(caller)  # the file ran in a process of its own, as under `pkroof bound`
+    assert stopped.startswith(f"analysing {tmp_path / 'hangs.py'}: stopped after")

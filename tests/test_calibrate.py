@@ -8,9 +8,9 @@ from typer.testing import CliRunner
 
 pytest.importorskip("torch")  # the records' workloads are traced from the problems' references
 
+from pkroof.analysis.catalogue import load
+from pkroof.analysis.problem import workload_of
 from pkroof.cli import app
-from pkroof.kernels.catalogue import load
-from pkroof.profilers.analysis import workload_of
 from pkroof.profilers.calibrate import handoffs, overlaps
 from pkroof.rooflines import Mechanism, Protocol, Schedule, predict
 from pkroof.topology import dump, resolve

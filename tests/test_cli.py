@@ -125,7 +125,7 @@ def test_impls_lists_every_builtin_with_its_pair():
     push = next(line for line in lines if line.startswith("pkroof-one-shot-push"))
     assert "auto" in push
     pytest.importorskip("triton")
-    assert "sm-store / serial / 128 comm CTAs" in push  # declared in kernels/collectives.py (CTAS_STORE)
+    assert "sm-store / serial / 128 comm CTAs" in push  # declared in kernels/symm_collectives.py (CTAS_STORE)
     inter = next(line for line in lines if line.startswith("pkroof-gemm-ar-inter-sm"))
     assert "sm-store / inter-sm / comm CTAs per shape" in inter  # kernels/inter_sm.py: comm_ctas(K), reported
 

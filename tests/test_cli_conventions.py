@@ -156,7 +156,7 @@ def test_the_reason_names_the_runner_up_and_its_margin():
 
 
 def test_nccl_tests_table_pairs_the_reference_with_nccl_in_place():
-    from pkroof.profilers.analysis import analyze
+    from pkroof.analysis.problem import analyze
     from pkroof.profilers.profile import nccl_tests_table
 
     pa = analyze("all-reduce", topology="h200x2", params={"size_bytes": 64 * MiB})

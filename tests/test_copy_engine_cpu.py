@@ -82,12 +82,12 @@ def test_halving_chunks_end_small_and_start_with_what_is_left(monkeypatch):
 
 @pytest.mark.parametrize("mib", [0.5, 4, 5, 12, 13, 32, 64, 124, 125, 256, 512, 1024])
 def test_the_model_counts_the_chunks_the_kernel_cuts(monkeypatch, mib):
-    # rooflines/bound.py charges one copy-engine α per chunk after the first: its count must be the kernel's
+    # rooflines/costs.py charges one copy-engine α per chunk after the first: its count must be the kernel's
     from importlib import import_module
 
     monkeypatch.setenv("PKROOF_CE_SCHEDULE", "halving")
     span = int(mib * (1 << 19))  # bf16 elements
-    model = import_module("pkroof.rooflines.bound")
+    model = import_module("pkroof.rooflines.costs")
     assert model._ce_chunks(span * 2) == len(copy_engine.chunk_bounds(span, 2))
 
 

@@ -3,7 +3,7 @@ to which peer's inbox, in which order, and the READY/FREE hand-offs over three c
 Until now they had only run on 2 GPUs (the profiler). Expected values: plain torch on every rank's inputs.
 
 The GEMM + all-reduce above its one-shot size runs GEMM + reduce-scatter (checked here) then pkroof's SM all-gather
-(kernels/collectives.py, checked on emulated ranks in tests/emulate.py): that path is left to the GPU tests.
+(kernels/symm_collectives.py, checked on emulated ranks in tests/emulate.py): that path is left to the GPU tests.
 """
 
 import pytest
@@ -79,12 +79,12 @@ def test_gemm_all_reduce_one_shot_gives_every_rank_the_whole_sum(monkeypatch, wo
 
 @pytest.mark.parametrize("world", [2, 3, 4, 8])
 def test_the_model_pipelines_the_one_shot_all_reduce_as_the_kernel_does(world):
-    # rooflines/bound.py charges the one-shot GEMM + all-reduce's copy-engine overlap a DMA per row block and peer,
-    # and fills its pipeline by those blocks: its count must be the kernel's
+    # rooflines/predictions.py charges the one-shot GEMM + all-reduce's copy-engine overlap a DMA per row block and
+    # peer, and fills its pipeline by those blocks: its count must be the kernel's
     from conftest import make_system
 
-    from pkroof.rooflines.bound import _ce_overlap_pipeline
     from pkroof.rooflines.collectives import Algorithm, Collective
+    from pkroof.rooflines.predictions import _ce_overlap_pipeline
     from pkroof.rooflines.workload import CommOp
 
     op = CommOp("all-reduce", Collective.ALL_REDUCE, 1 << 20, world)

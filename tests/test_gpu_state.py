@@ -148,7 +148,7 @@ def test_watching_a_real_gpu_under_matmuls():
 @pytest.mark.gpu
 def test_a_one_rank_job_records_its_gpus_state():
     # one NCCL rank on one GPU runs the whole timing path (eager, pilot, graph samples, the all-gather of states)
-    from pkroof.kernels.catalogue import load
+    from pkroof.analysis.catalogue import load
     from pkroof.profilers.run import Job, run_job
 
     params = load("all-reduce").params(None, {"size_bytes": 64 << 20})

@@ -11,7 +11,7 @@ import emulate
 import emulate_ll
 import pytest
 
-from pkroof.kernels.catalogue import load, names
+from pkroof.analysis.catalogue import load, names
 from pkroof.kernels.registry import BUILTIN_IMPLS
 from pkroof.rooflines import Mechanism, Schedule
 
@@ -84,14 +84,14 @@ import json
 
 import torch
 
-from pkroof.kernels import collectives, copy_engine, ecosystem, fused, inter_sm, low_latency  # nothing read here
+from pkroof.kernels import copy_engine, ecosystem, fused, inter_sm, low_latency, symm_collectives  # nothing read here
 from pkroof.kernels.settings import setting
 
 x = torch.zeros(64, dtype=torch.bfloat16)
 paths = {
     "PKROOF_CTAS_LL": lambda: low_latency.ctas_used("all-reduce", x, 2),
-    "PKROOF_CTAS_STORE": lambda: collectives.all_reduce_one_shot_push(x),
-    "PKROOF_MAX_BLOCK": lambda: collectives._tiling(1 << 20, 128),
+    "PKROOF_CTAS_STORE": lambda: symm_collectives.all_reduce_one_shot_push(x),
+    "PKROOF_MAX_BLOCK": lambda: symm_collectives._tiling(1 << 20, 128),
     "PKROOF_CE_SCHEDULE": lambda: copy_engine.chunk_bounds(1001, 2),
     "PKROOF_INTER_SM_CTAS": lambda: inter_sm.comm_ctas(7168, 2),
     "PKROOF_INTER_SM_TILE": lambda: inter_sm.gemm(x.view(8, 8), x.view(8, 8), x.view(8, 8), x, 4),
@@ -172,7 +172,7 @@ def test_copy_engine_gemm_all_reduce_goes_one_shot_only_where_it_costs_no_link_t
 def test_layouts(kind, n, world, push, span, chunk, slot, half, out):
     pytest.importorskip("torch")
     pytest.importorskip("triton")
-    from pkroof.kernels import collectives as c
+    from pkroof.kernels import symm_collectives as c
 
     code = {"all-reduce": c.ALL_REDUCE, "all-gather": c.ALL_GATHER, "reduce-scatter": c.REDUCE_SCATTER,
             "all-to-all": c.ALL_TO_ALL}[kind]  # fmt: skip
@@ -186,7 +186,7 @@ def test_layouts(kind, n, world, push, span, chunk, slot, half, out):
 def test_layout_rejects_chunks_that_do_not_split():
     pytest.importorskip("torch")
     pytest.importorskip("triton")
-    from pkroof.kernels import collectives as c
+    from pkroof.kernels import symm_collectives as c
 
     with pytest.raises(ValueError, match="do not split over 4 ranks"):
         c.Layout.of(c.REDUCE_SCATTER, 10, 4, push=False)
@@ -204,7 +204,7 @@ def test_a_collective_on_padded_chunks_is_the_collective(kind, world):
     import torch
     from emulate import _expected
 
-    from pkroof.kernels import collectives as c
+    from pkroof.kernels import symm_collectives as c
 
     code = {"all-reduce": c.ALL_REDUCE, "all-gather": c.ALL_GATHER, "reduce-scatter": c.REDUCE_SCATTER,
             "all-to-all": c.ALL_TO_ALL}[kind]  # fmt: skip
@@ -222,7 +222,7 @@ def test_a_collective_on_padded_chunks_is_the_collective(kind, world):
 def test_tiling_spreads_tiles_and_keeps_16_byte_blocks(monkeypatch):
     pytest.importorskip("torch")
     pytest.importorskip("triton")
-    from pkroof.kernels.collectives import _tiling
+    from pkroof.kernels.symm_collectives import _tiling
 
     monkeypatch.setenv("PKROOF_MAX_BLOCK", "4096")
     # 64 MiB of bf16 (32 Mi elements) over 256 CTAs: 128 Ki elements per CTA; blocks of 4096 (the cap);
@@ -447,9 +447,9 @@ def test_profile_runs_the_small_message_kernels_unasked_only_at_their_sizes(tmp_
     assert {"reference", "pkroof-one-shot-ll", "pkroof-one-shot-push", "nccl-all-reduce-in-place"} <= small
     assert "pkroof-one-shot-ll" not in large and {"reference", "pkroof-one-shot-push"} <= large
     # the LL kernel's record says its protocol and its CTAs; read, it gets the model's LL prediction at them
-    from pkroof.kernels.catalogue import load
-    from pkroof.profilers.analysis import workload_of
-    from pkroof.profilers.evaluate import evaluate
+    from pkroof.analysis.catalogue import load
+    from pkroof.analysis.problem import workload_of
+    from pkroof.records.evaluate import evaluate
     from pkroof.rooflines import Mechanism, Protocol, Schedule, predict
     from pkroof.topology import resolve
 

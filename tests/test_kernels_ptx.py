@@ -27,7 +27,7 @@ def _compiled(kind: int, push: bool, phase: int = 0, tma: bool = False, split: b
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from pkroof.kernels.collectives import _exchange_kernel, _split_kernel
+    from pkroof.kernels.symm_collectives import _exchange_kernel, _split_kernel
 
     signature = dict(zip(ARGS, TYPES, strict=True)) | dict.fromkeys(
         ["KIND", "PUSH", "WORLD", "BLOCK", "SUB", "PHASE", "TMA"], "constexpr"

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pkroof.profilers import records
-from pkroof.profilers.launched import Placement, job_topology, placement
+from pkroof.profilers.across_nodes import Placement, job_topology, placement
+from pkroof.records import format as records
 from pkroof.runtime.launched import Outcome, first_failure, launched
 from pkroof.topology import resolve
 
@@ -151,8 +151,8 @@ def test_a_records_placement_must_add_up(tmp_path):
 
 
 def test_a_two_node_record_is_bounded_as_two_nodes_of_two():
-    from pkroof.profilers.analysis import analyze
-    from pkroof.profilers.evaluate import evaluate
+    from pkroof.analysis.problem import analyze
+    from pkroof.records.evaluate import evaluate
 
     topo = resolve("hgx-h100-8")
     one, two = (evaluate([r], topo, log=lambda _: None).records[0]
@@ -233,7 +233,7 @@ def test_a_peers_broken_connection_is_not_taken_for_the_cause():
 
 
 def test_every_node_must_run_rank_0s_files(tmp_path):
-    from pkroof.profilers.launched import _differences, check_files, file_hashes
+    from pkroof.profilers.across_nodes import _differences, check_files, file_hashes
 
     here = tmp_path / "impl.py"
     here.write_text("def f(x):\n    return x\n")

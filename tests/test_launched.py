@@ -18,7 +18,7 @@ pytest.importorskip("torch")
 
 from launched_nodes import Launch, children, environ, marked
 
-from pkroof.profilers import records
+from pkroof.records import format as records
 from pkroof.runtime.launch import free_port
 
 IMPLS = Path(__file__).parent / "data" / "problems" / "launched_impls.py"
@@ -97,7 +97,7 @@ def test_a_tensor_parallel_gemm_across_two_nodes(tmp_path):
     assert marked(launch.mark) == []
 
 
-def test_a_rank_whose_process_is_killed_ends_the_job_on_both_nodes_within_the_timeout(tmp_path):
+def test_a_rank_whose_process_is_killed_ends_the_job_on_both_nodes_as_a_loss_not_a_timeout(tmp_path):
     # rank 2 (node 1) hangs inside the job and the test kills its pkroof process, as a lost node would: node 1's
     # agent then stops rank 3 and fails; rank 0 sees rank 2's heartbeat stop, records the failure, and every rank
     # left ends non-zero. --timeout 120 is far above the 10 s a silent rank is given: the end is the loss, not the hang.
@@ -111,14 +111,13 @@ def test_a_rank_whose_process_is_killed_ends_the_job_on_both_nodes_within_the_ti
     assert started.exists(), launch.logs()
     control = next(p for p in children(launch.nodes[1].pid) if environ(p).get("RANK") == "2")
     os.kill(control, signal.SIGKILL)
-    killed_at = time.monotonic()
     codes = launch.wait()
-    assert time.monotonic() - killed_at < 120  # well before the hang's own --timeout
     assert codes[0] != 0 and codes[1] != 0
     rows = launch.records()
     assert [r["impl"].rpartition(":")[2] for r in rows] == ["reference", "correct", "waits_on_node_1"]
     lost = rows[-1]
-    # node 1's agent stops rank 3 within a heartbeat of rank 2's death: both may be named, rank 2 first
+    # node 1's agent stops rank 3 within a heartbeat of rank 2's death: both may be named, rank 2 first. The job ended
+    # by the loss, not by the hang's --timeout: that would be recorded as status "timeout", "killed after 120 s"
     named = ("rank 2 (node 1,", "ranks 2, 3 (node 1,")
     assert lost["status"] == "crashed" and lost["message"].startswith(named) and "gone" in lost["message"]
     assert any(f"the launched job ends: {n}" in launch.log(0) for n in named)

@@ -249,7 +249,7 @@ def test_probe_without_gpus_says_so_in_one_line(monkeypatch):
 
     monkeypatch.setattr(probe_module, "Nvml", NoGpu)
     result = CliRunner().invoke(app, ["probe", "--out", "never.json"])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # nothing to probe here: bad input, as docs/cli.md says of every command
     assert result.stderr.count("\n") == 1
     assert "no NVIDIA GPU found" in result.stderr and "pkroof presets" in result.stderr
     assert not Path("never.json").exists()

@@ -6,9 +6,9 @@ torch = pytest.importorskip("torch")
 
 from typer.testing import CliRunner  # noqa: E402
 
+from pkroof.analysis.catalogue import CATEGORIES, suite  # noqa: E402
+from pkroof.analysis.trace import trace_on_meta  # noqa: E402
 from pkroof.cli import app  # noqa: E402
-from pkroof.kernels.catalogue import CATEGORIES, suite  # noqa: E402
-from pkroof.profilers.trace import trace_on_meta  # noqa: E402
 
 SUITE = suite()
 
@@ -169,7 +169,7 @@ def test_a_user_problem_whose_code_raises_is_one_line_naming_the_file_and_functi
 
 
 def test_analytic_workloads_on_72_ranks_round_collective_sizes_and_say_why_a_shape_is_left_out():
-    from pkroof.profilers.analysis import NeedsDataError, analyze
+    from pkroof.analysis.problem import NeedsDataError, analyze
 
     def cheap(name, shape, world=72, **kw):
         return analyze(name, topology="gb200-nvl72", shape=shape, world_size=world, cpu_ranks=False, **kw)

@@ -8,11 +8,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from pkroof.kernels.catalogue import load  # noqa: E402
-from pkroof.profilers import records  # noqa: E402
-from pkroof.profilers.evaluate import evaluate  # noqa: E402
+from pkroof.analysis.catalogue import load  # noqa: E402
+from pkroof.analysis.trace import trace, trace_on_meta  # noqa: E402
 from pkroof.profilers.profile import profile  # noqa: E402
-from pkroof.profilers.trace import trace, trace_on_meta  # noqa: E402
+from pkroof.records import format as records  # noqa: E402
+from pkroof.records.evaluate import evaluate  # noqa: E402
 from pkroof.rooflines import Collective  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "problems"
@@ -21,7 +21,7 @@ IMPLS = str(DATA / "impls.py")
 
 
 def _read(written):
-    """The records as a reader sees them: with the model's fields computed on h200x2 (profilers/evaluate.py)."""
+    """The records as a reader sees them: with the model's fields computed on h200x2 (records/evaluate.py)."""
     from pkroof.topology import resolve
 
     return evaluate(written, resolve("h200x2"), log=lambda _: None).records
@@ -138,7 +138,7 @@ def test_bad_problem_files_are_one_line_errors(tmp_path):
 
 
 def test_torch_fast_paths_are_named_implementations_where_they_apply(tmp_path):
-    from pkroof.profilers.run import resolve_impl
+    from pkroof.profilers.implementations import resolve_impl
 
     assert callable(resolve_impl(load("all-reduce"), "torch-symm-mem-two-shot"))
     assert callable(resolve_impl(load("gemm-reduce-scatter"), "torch-fused-matmul-reduce-scatter"))
@@ -185,7 +185,7 @@ def test_declared_pairs_get_the_models_prediction_beside_them(tmp_path):
 
 
 def test_an_implementation_that_reports_its_comm_sms_is_predicted_at_that_count(tmp_path):
-    from pkroof.profilers.analysis import workload_of
+    from pkroof.analysis.problem import workload_of
     from pkroof.rooflines import Mechanism, Schedule, predict
     from pkroof.topology import resolve
 
@@ -200,9 +200,9 @@ def test_an_implementation_that_reports_its_comm_sms_is_predicted_at_that_count(
 
 
 def test_finish_keeps_measurements_and_reading_derives_fraction_speedup_and_model_error():
-    from pkroof.profilers.analysis import analyze
-    from pkroof.profilers.evaluate import derive
+    from pkroof.analysis.problem import analyze
     from pkroof.profilers.run import finish
+    from pkroof.records.evaluate import derive
     from pkroof.rooflines import Mechanism, Schedule, predict
 
     result = {
@@ -226,7 +226,7 @@ def test_finish_keeps_measurements_and_reading_derives_fraction_speedup_and_mode
 
 
 def test_graph_samples_hold_enough_back_to_back_calls():
-    from pkroof.profilers.run import INPUT_SETS, MAX_CALLS, SAMPLE_S, calls_per_sample
+    from pkroof.profilers.sampling import INPUT_SETS, MAX_CALLS, SAMPLE_S, calls_per_sample
 
     assert (SAMPLE_S, INPUT_SETS, MAX_CALLS) == (2e-3, 3, 21)  # the numbers the cases below are derived from
     assert calls_per_sample(150e-6) == 15  # ceil(2 ms / 150 µs) = 14, rounded up to a multiple of 3 input sets
@@ -244,7 +244,7 @@ HEAD = (
 
 
 def test_a_reference_that_fails_on_cpu_ranks_is_one_line_saying_why(tmp_path):
-    from pkroof.profilers.trace import TraceError
+    from pkroof.analysis.trace import TraceError
 
     raises = tmp_path / "raises.py"  # .item() needs data: meta fails, the CPU ranks run it and it raises there
     raises.write_text(HEAD + "def reference(x):\n    if x.sum().item() > 0:\n        raise KeyError('lost')\n")

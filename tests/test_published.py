@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pkroof.topology import published
+from tools import published_runs as published
 
 TABLE = Path(__file__).parent / "data" / "published" / "measurements.csv"
 ROWS = published.read(TABLE)

@@ -20,7 +20,7 @@ def _run(code: str) -> subprocess.CompletedProcess:
 def test_rooflines_imports_and_computes_with_torch_blocked():
     r = _run(
         "import pkroof.rooflines as r\n"
-        "from pkroof.rooflines.workloads import collective\n"
+        "from pkroof.rooflines.builders import collective\n"
         "from pkroof.topology import preset\n"
         "b = r.bound(collective(r.Collective.ALL_REDUCE, 8, 'bf16', size=1 << 30), preset('hgx-h100-8').system())\n"
         "print(b.limiter)\n"

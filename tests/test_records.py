@@ -3,7 +3,7 @@
 import json
 import math
 
-from pkroof.profilers import records
+from pkroof.records import format as records
 
 V1 = {  # a record as pkroof wrote it before version 2: the model's output stored beside the measurement
     "schema": "pkroof.record/1",
@@ -73,9 +73,9 @@ def test_every_record_written_is_strict_json(tmp_path):
 def test_a_suite_record_is_bounded_by_the_workload_as_counted_now_unless_its_file_changed():
     import dataclasses
 
-    from pkroof.kernels.catalogue import load
-    from pkroof.profilers import trace_cache
-    from pkroof.profilers.evaluate import record_workload
+    from pkroof.analysis import trace_cache
+    from pkroof.analysis.catalogue import load
+    from pkroof.records.evaluate import record_workload
     from pkroof.rooflines.workload import workload_to_dict
 
     # ring-attention's small shape on 2 ranks ships its trace (kernels/problems/_traced.jsonl); a record made by an

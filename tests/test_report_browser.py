@@ -93,7 +93,7 @@ def report(tmp_path_factory):
     pytest.importorskip("torch")  # the user problem's records carry its workload, traced here
     base = tmp_path_factory.mktemp("browser")
     problem = str(HERE / "data" / "problems" / "user_gemm_all_reduce.py")
-    from pkroof.profilers.analysis import analyze
+    from pkroof.analysis.problem import analyze
     from pkroof.rooflines.workload import workload_to_dict
 
     workload = workload_to_dict(analyze(problem, topology="h200x2", params={}).analysis.workload)

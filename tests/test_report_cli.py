@@ -28,8 +28,8 @@ NO_TORCH = (
 
 def _traced() -> dict:
     """The user problem's workload at its small shape on 2 ranks, as pkroof profile stores it with its records."""
-    from pkroof.kernels.catalogue import load
-    from pkroof.profilers.trace import trace_on_meta
+    from pkroof.analysis.catalogue import load
+    from pkroof.analysis.trace import trace_on_meta
     from pkroof.rooflines.workload import workload_to_dict
 
     return workload_to_dict(trace_on_meta(load(PROBLEM), 2, {"m": 64, "n": 32, "k": 16}))
@@ -106,7 +106,7 @@ def test_without_results_the_report_is_analytic_for_the_topology(tmp_path):
 
 
 def test_an_analytic_report_names_each_problem_left_out_with_the_real_reason(tmp_path):
-    from pkroof.kernels.catalogue import load, suite
+    from pkroof.analysis.catalogue import load, suite
 
     out = tmp_path / "nvl72"
     result = CliRunner().invoke(app, ["report", "--topology", "gb200-nvl72", "--out", str(out)])
@@ -125,7 +125,7 @@ def test_an_analytic_report_names_each_problem_left_out_with_the_real_reason(tmp
     assert f"{len(named)} problems left out" in index
 
 
-def test_report_run_without_gpus_is_one_line_and_exit_1(tmp_path, monkeypatch):
+def test_report_run_without_gpus_is_one_line_and_exit_2(tmp_path, monkeypatch):
     import pkroof.topology.probe as probe_module
     from pkroof.runtime.nvml import NA
 
@@ -135,7 +135,7 @@ def test_report_run_without_gpus_is_one_line_and_exit_1(tmp_path, monkeypatch):
 
     monkeypatch.setattr(probe_module, "Nvml", NoGpu)
     result = CliRunner().invoke(app, ["report", "--run", "--out", str(tmp_path / "r")])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # nothing to probe here: bad input
     assert result.stderr.count("\n") == 1 and "no NVIDIA GPU found" in result.stderr
     assert not (tmp_path / "r").exists()  # no half-made report
     assert not (tmp_path / "r-data").exists()  # nor an empty data folder
@@ -166,7 +166,7 @@ def test_recorded_results_render_without_torch(tmp_path):
     assert not {"analysis", "t_roof_s", "predicted_s", "fraction_of_roofline"} & set(stored)
     code = (
         NO_TORCH + "from pathlib import Path\n"
-        "from pkroof.reports.job import report\n"
+        "from pkroof.report import report\n"
         f"results = Path({str(tmp_path / 'res' / 'results.jsonl')!r})\n"
         f"report([results], topology='h200x2', out=Path({str(tmp_path / 'r')!r}))\n"
         "print('torch' in sys.modules)\n"
@@ -197,7 +197,7 @@ def test_the_main_job_renders_h200x2_and_every_other_preset(tmp_path):
     assert 'src="../../plotly.min.js"' in sub
     assert 'href="presets/hgx-b200-8/index.html"' in (out / "index.html").read_text()
     _links_resolve(out)
-    from pkroof.kernels.catalogue import suite
+    from pkroof.analysis.catalogue import suite
 
     for name in PRESETS:  # every suite problem has a page on each preset, or is named there with its reason
         folder = out if name == "h200x2" else out / "presets" / name
@@ -246,7 +246,7 @@ def test_the_main_job_runs_without_torch(tmp_path):
         NO_TORCH + "import importlib.util\n"
         "importlib.util.find_spec = lambda name, *a: None if name == 'torch' else _find(name, *a)\n"
         "from pathlib import Path\n"
-        "from pkroof.reports.job import main_job\n"
+        "from pkroof.report import main_job\n"
         f"main_job(Path({str(tmp_path / 'm')!r}), log=print)\n"
     )
     code = code.replace("import importlib.util\n", "import importlib.util\n_find = importlib.util.find_spec\n")

@@ -1,5 +1,5 @@
-"""reports/job.py from fixed records, no torch: each index row advised at its own shape and world size, exports
-of what the report shows, and user errors as one line with nothing written."""
+"""records/report_inputs.py and pkroof/report.py from fixed records, no torch: each index row advised at its own
+shape and world size, exports of what the report shows, and user errors as one line with nothing written."""
 
 import html
 import json
@@ -10,27 +10,20 @@ import pytest
 
 pytest.importorskip("plotly")
 
-from builders import build
+from bound_cases import build
 from typer.testing import CliRunner
 
 from pkroof.cli import app
-from pkroof.reports.job import recorded_dir
-from pkroof.rooflines import advise, bound
-from pkroof.rooflines.export import bound_to_dict
+from pkroof.records.report_inputs import recorded_dir
+from pkroof.rooflines import bound
 from pkroof.topology import preset
 
 KiB, GiB = 1 << 10, 1 << 30
 
 
-def _analysis(size: int, world: int, topology: str) -> dict:
+def _analysis(size: int, world: int, topology: str):
     """The bound and advice at this record's own size and ranks, as the report must compute them."""
-    b = bound(build("all-reduce", world, "bf16", size=size), preset(topology).system(world))
-    summary = bound_to_dict(b, advise(b))
-    meta = {"doc": "All-reduce of one bf16 tensor", "source": "test"}
-    return {"bound": {"summary": summary, "sweep": []}, "advice": summary["recommendation"]} | {
-        "category": "collective",
-        "meta": meta,
-    }
+    return bound(build("all-reduce", world, "bf16", size=size), preset(topology).system(world))
 
 
 def _record(size: int, world: int, topology: str, impl: str = "reference") -> dict:
@@ -45,7 +38,7 @@ def _record(size: int, world: int, topology: str, impl: str = "reference") -> di
         "impl": impl,
         "world_size": world,
         "status": "correct",
-        "median_s": 1.5 * a["advice"]["t_s"],
+        "median_s": 1.5 * a.advice.t_s,
         "topology": {"name": topology},
         "environment": {"gpu": "NVIDIA H100", "host": "node-1", "backend": "nccl"},
     }
@@ -85,8 +78,8 @@ def test_each_index_row_is_advised_at_its_own_size_and_world_size(tmp_path):
     for size, world in rows:
         row = index[(f"small size={size}", world)]
         own = _analysis(size, world, "hgx-h100-8")
-        assert row["t_roof_s"] == pytest.approx(own["bound"]["summary"]["t_roof_s"])
-        assert row["predicted_s"] == pytest.approx(own["advice"]["t_s"])
+        assert row["t_roof_s"] == pytest.approx(own.t_roof_s)
+        assert row["predicted_s"] == pytest.approx(own.advice.t_s)
         assert row["predicted_s"] >= row["t_roof_s"]  # no prediction beats the roof
         # an all-reduce puts at least the buffer on each rank's link, one way (in-network reduction by the switches:
         # S; without it, 2(n-1)/n·S)
@@ -103,10 +96,10 @@ def test_each_index_row_is_advised_at_its_own_size_and_world_size(tmp_path):
         own = _analysis(size, world, "hgx-h100-8")
         rows_advice = [r for r in re.findall(r"<tr>(.*?)</tr>", advice, re.S) if f"small size={size}<" in r]
         mine = [r for r in rows_advice if f'<td class="num">{world}</td>' in r]
-        assert len(mine) == 1 and fmt_s(own["advice"]["t_s"]) in mine[0]
+        assert len(mine) == 1 and fmt_s(own.advice.t_s) in mine[0]
         rows_bound = [r for r in re.findall(r"<tr>(.*?)</tr>", bounds, re.S) if f"small size={size}<" in r]
         mine = [r for r in rows_bound if f'<td class="num">{world}</td>' in r]
-        assert len(mine) == 1 and fmt_s(own["bound"]["summary"]["t_roof_s"]) in mine[0]
+        assert len(mine) == 1 and fmt_s(own.t_roof_s) in mine[0]
     assert "size=262144" not in page.replace("small size=262144", "").replace("size_bytes=262144", "")
 
 

@@ -14,7 +14,9 @@ pytest.importorskip("plotly")
 from typer.testing import CliRunner
 
 from pkroof.cli import app
+from pkroof.records.report_data import Crossover
 from pkroof.reports import html
+from pkroof.rooflines.analyze import NodesPoint
 from pkroof.topology import dumps, resolve
 
 GiB = 2**30
@@ -136,5 +138,6 @@ def test_a_traced_problem_says_in_one_line_why_its_crossover_is_not_drawn(tmp_pa
     ],
 )
 def test_the_crossover_sentence(nodes, first, said):
-    crossover = {"points": [{"nodes": n} for n in nodes], "network_from": first, "fabric": "NVLink"}
+    points = tuple(NodesPoint(n, 8 * n, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0) for n in nodes)
+    crossover = Crossover("s", 8, "NVLink", points, first, "")
     assert html.crossover_sentence(crossover) == said

@@ -13,10 +13,14 @@ import pytest
 pd = pytest.importorskip("pandas")
 pytest.importorskip("plotly")
 
+from report_cases import bound, shape  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from pkroof.cli import app  # noqa: E402
-from pkroof.reports import figures, frames, html  # noqa: E402
+from pkroof.records.report_data import Page  # noqa: E402
+from pkroof.reports import diagram, figures, frames  # noqa: E402
+from pkroof.reports.render import value_text  # noqa: E402
+from pkroof.rooflines.analyze import SweepPoint  # noqa: E402
 from pkroof.topology import resolve  # noqa: E402
 
 MiB, GiB = 2**20, 2**30
@@ -63,10 +67,10 @@ def _array(values) -> list[float]:
 
 def test_a_topology_number_of_a_dict_field_takes_its_fields_unit():
     # overlap_s holds seconds per schedule (it had been printed as 6.32e-18 TFLOP/s), peak_flops FLOP/s per dtype
-    assert html._value("overlap_s", {"ce-overlap": 6.32e-6}) == "ce-overlap 6.32 µs"
-    assert html._value("peak_flops", {"bf16": 989e12}) == "bf16 989 TFLOP/s"
+    assert value_text("overlap_s", {"ce-overlap": 6.32e-6}) == "ce-overlap 6.32 µs"
+    assert value_text("peak_flops", {"bf16": 989e12}) == "bf16 989 TFLOP/s"
     h200 = resolve("h200x2")
-    text = html._value("collectives", h200.mechanisms["nccl"].collectives)
+    text = value_text("collectives", h200.mechanisms["nccl"].collectives)
     assert text.count("\n") == len(h200.mechanisms["nccl"].collectives) - 1  # one line per collective, wrapped
 
 
@@ -118,7 +122,7 @@ def test_cpu_rank_times_are_marked_and_kept_off_the_gpu_charts(tmp_path):
 
 
 def test_a_cpu_time_is_no_yardstick_for_a_gpu_time(tmp_path):
-    from pkroof.profilers.evaluate import evaluate
+    from pkroof.records.evaluate import evaluate
 
     records = [_record(MiB, "reference", 2e-3, backend="gloo"), _record(MiB, "pkroof-one-shot-push", 1e-5)]
     shown = {r["impl"]: r for r in evaluate(records, resolve("h200x2"), log=lambda line: None).records}
@@ -126,24 +130,15 @@ def test_a_cpu_time_is_no_yardstick_for_a_gpu_time(tmp_path):
 
 
 def test_the_roofline_of_a_gemm_plots_flops_per_byte_under_its_roofs():
-    bound = {
-        "shapes": [
-            {
-                "shape": "s",
-                "world_size": 2,
-                "summary": {
-                    "flops": 2e12, "hbm_bytes": 1e9, "link_bytes_per_rank": 5e8, "t_roof_s": 2.5e-3,
-                    "peak_flops": 989e12, "hbm_bandwidth_Bps": 4.8e12, "link_bandwidth_Bps": 450e9, "comm": [],
-                },
-            }
-        ]
-    }  # fmt: skip
+    gemm = bound(t_compute_s=2.5e-3, flops=2e12, hbm_bytes=1e9, link_bytes_per_rank=5e8, peak_flops=989e12,
+                 hbm_bandwidth_Bps=4.8e12, link_bandwidth_Bps=450e9)  # fmt: skip
+    shapes = [shape("s", gemm)]
     records = frames.records_frame([_record(MiB, "reference", 4e-3) | {"shape": "s"}])
-    points = frames.intensity_frame(records, bound["shapes"])
+    points = frames.intensity_frame(records, shapes)
     (p,) = points.itertuples()
     assert p.achieved_flops == pytest.approx(2e12 / 4e-3) and p.hbm_intensity == pytest.approx(2e12 / 1e9)
     assert p.link_intensity == pytest.approx(2e12 / 5e8) and p.roof_flops == pytest.approx(2e12 / 2.5e-3)
-    fig = figures.intensity_figure(points, frames.shapes_frame(bound["shapes"]))
+    fig = figures.intensity_figure(points, frames.shapes_frame(shapes))
     traces = {(t.name, t.xaxis): t for t in fig.data}
     hbm = traces["HBM roof", "x"]
     assert all(y == pytest.approx(x * 4.8e12) for x, y in zip(hbm.x, hbm.y, strict=True))  # intensity × bandwidth
@@ -157,14 +152,16 @@ def test_the_roofline_of_a_gemm_plots_flops_per_byte_under_its_roofs():
 
 
 def test_a_collectives_roofline_is_its_link_rate_against_size():
-    sweep = [{"size_bytes": s, "link_bytes": s, "t_roof_s": 1e-6 + s / 400e9, "link_s": s / 400e9,
-              "hbm_s": 2 * s / 4e12, "latency_s": 1e-6, "flops": 0.0} for s in (4096, MiB, GiB)]  # fmt: skip
+    sweep = tuple(SweepPoint(size_bytes=s, link_bytes=s, t_roof_s=1e-6 + s / 400e9, link_s=s / 400e9,
+                             hbm_s=2 * s / 4e12, latency_s=1e-6, compute_s=0.0, predictions={})
+                  for s in (4096, MiB, GiB))  # fmt: skip
     roofs = frames.bandwidth_roof_frame(sweep)
     link = roofs[roofs["series"] == "link"]
     assert list(link["Bps"]) == pytest.approx([400e9] * 3)  # link bytes / link term: the link's rate
     latency = roofs[roofs["series"] == "latency"]
     assert list(latency["Bps"]) == pytest.approx([s / 1e-6 for s in (4096, MiB, GiB)])
-    assert frames.chart_x({"sweep": sweep, "shapes": [{"summary": {"params": {"size": MiB}}}]}) == "size_bytes"
+    sized = (shape("small", bound(params={"size": MiB})),)
+    assert frames.chart_x(Page("all-reduce", "collective", "", shapes=sized, sweep=sweep)) == "size_bytes"
 
 
 def test_an_analytic_page_has_no_empty_parts(tmp_path):
@@ -201,7 +198,7 @@ def test_parquet_without_pyarrow_names_the_extra(tmp_path, monkeypatch):
 
 
 def test_the_node_diagram_wraps_a_long_gpu_name_inside_its_box():
-    svg = str(html.topology_svg(resolve("hgx-h100-8")))
+    svg = str(diagram.topology_svg(resolve("hgx-h100-8")))
     assert "NVIDIA H100 80GB HBM3" not in svg and svg.count(">NVIDIA H100 80GB<") == 8 and svg.count(">HBM3<") == 8
-    one = str(html.topology_svg(resolve("h200x2"))).count("NVSwitch")
+    one = str(diagram.topology_svg(resolve("h200x2"))).count("NVSwitch")
     assert one == 1

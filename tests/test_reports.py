@@ -11,7 +11,11 @@ import pytest
 pd = pytest.importorskip("pandas")
 pytest.importorskip("plotly")
 
+from report_cases import advice, bound, shape  # noqa: E402
+
+from pkroof.records.report_data import Page, Report  # noqa: E402
 from pkroof.reports import build, figures, frames, html  # noqa: E402
+from pkroof.rooflines.analyze import SweepPoint  # noqa: E402
 from pkroof.topology import preset  # noqa: E402
 
 HOSTILE = "<script>alert(1)</script>"
@@ -93,24 +97,17 @@ def test_an_ll_kernel_and_ll_advice_show_their_protocol_beside_the_mechanism():
     push = _record("all-reduce", "pkroof-one-shot-push", "correct", 6e-6, mechanism="sm-store", schedule="serial")
     frame = frames.records_frame([ll, push])
     assert list(frame["mechanism"]) == ["sm-store LL", "sm-store"]  # records without a protocol: simple
-    advice = {
-        ("all-reduce", "small", 2): {"mechanism": "sm-store", "schedule": "serial", "protocol": "ll", "t_s": 4e-6}
-    }
-    index = frames.index_frame(frame, categories={"all-reduce": "collective"}, advice=advice)
+    ll_advice = {("all-reduce", "small", 2): advice("sm-store", "serial", 4e-6, protocol="ll")}
+    index = frames.index_frame(frame, categories={"all-reduce": "collective"}, advice=ll_advice)
     assert index.iloc[0]["mechanism"] == "sm-store LL"
 
 
 def test_index_frame_compares_reference_with_best_and_takes_advice_as_data():
-    advice = {  # keyed by the index row it was computed for: (problem, shape, world size)
-        ("all-reduce", "small", 2): {
-            "mechanism": "sm-store",
-            "schedule": "inter-sm",
-            "t_s": 45e-6,
-            "headroom": 2.1,
-            "reason": "r",
-        }
+    advised = {  # keyed by the index row it was computed for: (problem, shape, world size)
+        ("all-reduce", "small", 2): advice("sm-store", "inter-sm", 45e-6, headroom=2.1, reason="r")
     }
-    index = frames.index_frame(frames.records_frame(_records()), categories={"all-reduce": "collective"}, advice=advice)
+    frame = frames.records_frame(_records())
+    index = frames.index_frame(frame, categories={"all-reduce": "collective"}, advice=advised)
     assert list(index["problem"]) == ["all-gather", "all-reduce", "gemm-rs"]
     ar = index.set_index("problem").loc["all-reduce"]
     assert ar["category"] == "collective"
@@ -172,19 +169,19 @@ def test_model_frame_evaluates_the_topologys_own_fits():
     assert set(analytic["basis"]) == {"spec"} and not analytic.empty
 
 
-def _sweep() -> list[dict]:
-    return [
-        {
-            "size_bytes": s,
-            "t_roof_s": 2e-6 + s / 400e9,
-            "compute_s": s / 1e13,
-            "hbm_s": s / 4e12,
-            "link_s": s / 400e9,
-            "latency_s": 2e-6,
-            "predictions": {"nccl/serial": 10e-6 + s / 300e9, "sm-store/inter-sm": 3e-6 + s / 370e9},
-        }
+def _sweep() -> tuple[SweepPoint, ...]:
+    return tuple(
+        SweepPoint(
+            size_bytes=s,
+            t_roof_s=2e-6 + s / 400e9,
+            compute_s=s / 1e13,
+            hbm_s=s / 4e12,
+            link_s=s / 400e9,
+            latency_s=2e-6,
+            predictions={"nccl/serial": 10e-6 + s / 300e9, "sm-store/inter-sm": 3e-6 + s / 370e9},
+        )
         for s in (1 << 20, 1 << 26, 1 << 30)
-    ]
+    )
 
 
 def test_roofline_frame_is_long_form():
@@ -196,7 +193,8 @@ def test_roofline_frame_is_long_form():
     assert list(link["t_s"]) == [s / 400e9 for s in (1 << 20, 1 << 26, 1 << 30)]
     assert set(roof[roof["kind"] == "prediction"]["series"]) == {"nccl/serial", "sm-store/inter-sm"}
     assert list(roof[roof["kind"] == "roof"]["series"]) == ["roof"] * 3
-    assert list(frames.roofline_frame([{"x": 3, "t_roof_s": 1.0}])["x_kind"]) == ["x"]
+    by_flops = frames.roofline_frame(_sweep(), x="flops")  # a sweep of shapes without a size: against FLOPs
+    assert set(by_flops["x_kind"]) == {"flops"} and set(by_flops["x"]) == {0.0}
 
 
 def test_roofline_figure_draws_the_frames():
@@ -248,27 +246,19 @@ def test_fraction_histogram_has_the_references_and_a_line_at_half():
     assert line.x0 == line.x1 == 0.5
 
 
-def _write(out: Path, records: list[dict] | None = None, **overrides) -> list[Path]:
-    arguments = {
-        "topology": preset("h200x2"),
-        "records": records if records is not None else _records(),
-        "bounds": {
-            "all-reduce": {
-                "shapes": [
-                    {
-                        "shape": "small",
-                        "world_size": 2,
-                        "summary": {"t_roof_s": T_ROOF, "limiter": "link"},
-                        "advice": {"mechanism": "sm-store", "schedule": "inter-sm", "t_s": 45e-6, "headroom": 2.1},
-                    }
-                ],
-                "sweep": _sweep(),
-            }
-        },
-        "categories": {"all-reduce": "collective"},
-        "problems_meta": {"all-reduce": {"doc": "All-reduce of one bf16 tensor", "command": "pkroof profile"}},
-    }
-    return build.write_report(out, **(arguments | overrides))
+def _write(out: Path, records: list[dict] | None = None, pages: dict[str, Page] | None = None) -> list[Path]:
+    advised = advice("sm-store", "inter-sm", 45e-6, headroom=2.1)
+    all_reduce = Page(
+        "all-reduce",
+        "collective",
+        "All-reduce of one bf16 tensor",
+        command="pkroof profile",
+        shapes=(shape("small", bound(t_link_s=T_ROOF, advice=advised)),),
+        sweep=_sweep(),
+    )
+    records = records if records is not None else _records()
+    report = Report(preset("h200x2"), tuple(records), {"all-reduce": all_reduce} | (pages or {}))
+    return build.write_report(out, report)
 
 
 class _Links(HTMLParser):
@@ -296,8 +286,8 @@ def test_hostile_names_are_escaped_everywhere(tmp_path):
         _record(HOSTILE, HOSTILE, "incorrect", message=HOSTILE) | {"environment": ENV | {"host": HOSTILE}},
         _record("../../etc", "reference", "correct", 60e-6),
     ]
-    meta = {HOSTILE: {"doc": HOSTILE, "command": HOSTILE}}
-    written = _write(tmp_path / "report", [*_records(), *hostile], problems_meta=meta, categories={HOSTILE: HOSTILE})
+    pages = {HOSTILE: Page(HOSTILE, HOSTILE, HOSTILE, command=HOSTILE)}
+    written = _write(tmp_path / "report", [*_records(), *hostile], pages)
     pages = [p for p in written if p.suffix == ".html"]
     assert {p.parent for p in written} == {tmp_path / "report"}  # ../../etc did not escape the folder
     for page in pages:

@@ -8,7 +8,7 @@ import pytest
 from runs_traces import Synthetic, nccl_args
 
 import pkroof
-from pkroof.rooflines.workloads import gemm
+from pkroof.rooflines.builders import gemm
 from pkroof.runs import analyze_traces
 from pkroof.topology import preset
 
@@ -171,7 +171,7 @@ def test_a_collective_group_across_nodes_is_bounded_on_the_network(tmp_path):
     across = r.kernels.iloc[0]["t_roof_s"]
     system = preset("hgx-h100-8").with_nodes(2).system(2, 1)
     from pkroof.rooflines import Collective, bound
-    from pkroof.rooflines.workloads import collective
+    from pkroof.rooflines.builders import collective
 
     assert across == pytest.approx(bound(collective(Collective.ALL_REDUCE, 2, "bf16", size=2**25), system).t_roof_s)
     inside = pkroof.bound("all-reduce", topology="hgx-h100-8", world_size=2, size=2**25).t_roof_s

@@ -23,7 +23,7 @@ def test_memory_is_not_called_hbm_for_a_gddr_gpu():
 
 
 def test_advise_marks_only_the_built_ins_that_run_the_recommended_algorithm():
-    from builders import build
+    from bound_cases import build
 
     from pkroof.rooflines import advise, bound
     from pkroof.show import builtin_kernels_text
@@ -41,7 +41,7 @@ def test_advise_says_which_built_ins_are_for_smaller_messages_than_asked():
     import re
     from pathlib import Path
 
-    from builders import build
+    from bound_cases import build
 
     from pkroof.kernels.registry import BUILTIN_IMPLS
     from pkroof.rooflines import advise, bound

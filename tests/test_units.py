@@ -2,7 +2,7 @@
 
 import pytest
 
-from pkroof.kernels.catalogue import parse_params
+from pkroof.analysis.catalogue import parse_params
 from pkroof.rooflines.units import fmt_bytes, parse_size
 
 KiB, MiB, GiB, TiB, PiB = (1024**i for i in range(1, 6))

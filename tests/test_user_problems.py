@@ -60,7 +60,7 @@ def test_a_minimal_file_is_bounded_at_its_keyword_defaults(minimal):
 
 
 def test_pkroof_problems_style_metadata_is_optional_and_defaults_are_sensible(minimal):
-    from pkroof.kernels.catalogue import load
+    from pkroof.analysis.catalogue import load
 
     p = load(str(minimal))
     assert (p.name, p.category, p.source, p.summary) == ("my-all-reduce", "user", str(minimal), "")
@@ -102,3 +102,35 @@ def test_a_minimal_file_is_profiled_and_its_records_carry_its_hash_and_workload(
         assert r["topology"]["name"] == "h200x2" and len(r["topology"]["sha256"]) == 64
         assert r["dtype"] == "bf16" and r["median_s"] > 0
         assert not {"t_roof_s", "fraction_of_roofline", "predicted_s", "analysis", "comm_bytes"} & set(r)
+
+
+CRASHING_REFERENCE = """
+import torch
+from pkroof.rooflines.builders import collective
+from pkroof.rooflines import Collective
+
+
+def inputs(rank, world_size, *, seed, device, size_bytes=4096):
+    return (torch.ones(size_bytes // 4, device=device),)
+
+
+def reference(x):
+    raise RuntimeError("the reference is broken")
+
+
+def workload(world_size, *, size_bytes):
+    return collective(Collective.ALL_REDUCE, world_size, "fp32", size=size_bytes)
+"""
+
+
+def test_profile_exits_non_zero_when_the_reference_itself_fails(tmp_path):
+    # a hand-written workload bounds it without running the reference; the ranks then find it broken: the record
+    # says so, and the exit status does too (nothing could be checked against it)
+    path = tmp_path / "broken.py"
+    path.write_text(CRASHING_REFERENCE)
+    out = tmp_path / "res"
+    done = CliRunner().invoke(app, ["profile", str(path), "-n", "2", "--out", str(out), "-t", "h200x2"])
+    assert done.exit_code == 1, done.output
+    (row,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert (row["impl"], row["status"]) == ("reference", "crashed")
+    assert "the reference failed" in done.stderr and "crashed" in done.stderr

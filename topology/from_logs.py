@@ -20,9 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pkroof.rooflines import Collective
-from pkroof.rooflines.analysis import analyze
-from pkroof.rooflines.units import fmt_Bps, fmt_s
-from pkroof.rooflines.workloads import collective
+from pkroof.rooflines.units import fmt_Bps
 
 from . import nccl_tests, nvbandwidth
 from .from_probe import NCCL_CHANNELS, NCCL_SOURCES, NCCL_STEP_S, fit_curves, nccl_regimes
@@ -282,26 +280,6 @@ def _copies(
     return mechanisms, ceilings, flags, lines, used
 
 
-def _check_roof(topo: Topology, runs: list[nccl_tests.Run]) -> None:
-    """No measured time below the result's roof: the roof is a bound (one line naming the row otherwise)."""
-    for run in runs:
-        try:
-            system = topo.system(min(run.num_ranks, topo.num_gpus))
-        except ValueError:
-            continue
-        for row in run.rows:
-            try:
-                w = collective(run.collective, system.world_size, "fp8", size=row.size_bytes)
-            except ValueError:  # a size that does not split over the ranks in whole bytes
-                continue
-            roof = analyze(w, system).bound.t_roof_s
-            if roof > row.fastest_s * (1 + 1e-9):
-                raise ValueError(
-                    f"{run.path}:{row.line}: {fmt_s(row.fastest_s)} measured at {row.size_bytes} B, below the roof "
-                    f"({fmt_s(roof)}) of {topo.name} calibrated by it: is BASE this node?"
-                )
-
-
 def _probe(
     topo: Topology,
     files: list[Path],
@@ -345,8 +323,11 @@ def _probe(
     )
 
 
-def import_runs(base: str | Topology, files: list[Path], *, name: str | None = None) -> tuple[Topology, list[str]]:
-    """BASE calibrated by `files` (nccl-tests and nvbandwidth output, in any mix), and one line per thing done."""
+def calibrate(
+    base: str | Topology, files: list[Path], *, name: str | None = None
+) -> tuple[Topology, list[str], list[nccl_tests.Run]]:
+    """BASE calibrated by `files` (nccl-tests and nvbandwidth output, in any mix), one line per thing done, and the
+    nccl-tests runs read (analysis/imported_runs.py holds the result to them: no measured time below its roof)."""
     topo = base if isinstance(base, Topology) else resolve(base)
     if not files:
         raise ValueError("name at least one file of nccl-tests or nvbandwidth output")
@@ -407,9 +388,8 @@ def import_runs(base: str | Topology, files: list[Path], *, name: str | None = N
         )
     except ValueError as e:
         raise ValueError(f"{', '.join(map(str, files))}: the calibrated topology is refused ({e})") from None
-    _check_roof(result, runs)
     set_from |= {r.path for r in runs}
     unused = [str(f) for f in files if f not in set_from]
     if unused:
         lines.append(f"nothing pkroof models was set from {', '.join(unused)}")
-    return result, lines
+    return result, lines, runs

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from pkroof.rooflines import Collective
-from pkroof.rooflines.bound import nccl_traffic
+from pkroof.rooflines.algorithms import nccl_traffic
 from pkroof.runtime.nvml import NA
 
 from .discover import Discovery

@@ -22,18 +22,17 @@ from pkroof.runtime.launch import (
     ALLOW_MULTICAST,
     PORT_TAKEN_EXIT,
     PORT_TRIES,
-    TEMP_PREFIX,
     RankFailedError,
     RankTimeoutError,
     free_port,
     keep_multicast_off,
-    reap_stale_folders,
     start_ranks,
     stop_ranks,
     stopped_by_signals,
     wait_ranks,
 )
 from pkroof.runtime.nvml import NA, Nvml
+from pkroof.runtime.process_tree import TEMP_PREFIX, reap_stale_folders
 
 from .discover import Discovery, discover, health
 from .files import decode, dump
@@ -43,6 +42,10 @@ from .model import Curve, Probe, Topology
 
 class ProbeError(RuntimeError):
     """The probe cannot run here (no GPU, no torch, a rank failed); the message is one line for the user."""
+
+
+class CannotProbeHereError(ProbeError):
+    """Nothing to probe here, or asked for wrongly (no GPU, no torch, a bad --gpus): exit 2, as bad input."""
 
 
 class _PortTakenError(ProbeError):
@@ -68,10 +71,10 @@ def _gpu_list(text: str | None, count: int) -> list[int]:
     try:
         gpus = [int(t) for t in text.split(",") if t.strip()]
     except ValueError:
-        raise ProbeError(f"--gpus takes a comma-separated list of GPU indices, got {text!r}") from None
+        raise CannotProbeHereError(f"--gpus takes a comma-separated list of GPU indices, got {text!r}") from None
     bad = [g for g in gpus if not 0 <= g < count]
     if bad or len(set(gpus)) != len(gpus):
-        raise ProbeError(f"--gpus {text}: this node has GPUs 0..{count - 1}, each listed once")
+        raise CannotProbeHereError(f"--gpus {text}: this node has GPUs 0..{count - 1}, each listed once")
     return gpus
 
 
@@ -225,13 +228,15 @@ def probe(
     count = nvml.query("nvmlDeviceGetCount")
     if isinstance(count, NA) or not count:
         reason = count.reason if isinstance(count, NA) else "NVML sees 0 GPUs"
-        raise ProbeError(f"no NVIDIA GPU found here ({reason}); `pkroof presets` lists topologies to use instead")
+        raise CannotProbeHereError(
+            f"no NVIDIA GPU found here ({reason}); `pkroof presets` lists topologies to use instead"
+        )
     if importlib.util.find_spec("torch") is None or importlib.util.find_spec("triton") is None:
-        raise ProbeError("pkroof probe needs torch and triton: pip install 'pkroof[gpu]'")
+        raise CannotProbeHereError("pkroof probe needs torch and triton: pip install 'pkroof[gpu]'")
     launched = launched_by_torchrun()
     chosen = [] if launched else _gpu_list(gpus, count)
     if not launched and not chosen:
-        raise ProbeError("--gpus names no GPU")
+        raise CannotProbeHereError("--gpus names no GPU")
     if allow_multicast:
         log("--allow-multicast: NCCL may use NVLS; pkroof itself still runs no multimem code")
         os.environ[ALLOW_MULTICAST] = "1"  # this probe's ranks leave the NVLS variables as the user has them

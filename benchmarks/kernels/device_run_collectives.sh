@@ -77,7 +77,7 @@ case "${1:-}" in
       tests/test_copy_engine_gpu.py > "$OUT/gpu-tests.log" 2>&1; tail -3 "$OUT/gpu-tests.log"
     # halving chunks, SM copy-out, 3 calls per sample (the profiler's at these sizes); rows print as measured
     # and the gathers' copy-out on 32 or 64 CTAs (spread over the DMAs rather than a full-grid burst; on one H200 a
-    # 64 MiB copy took 33.9 µs on the full grid, 158.9 on 16 CTAs: too slow to hide, benchmarks/kernels/data/2026-12-01-one-gpu/call8-*)
+    # 64 MiB copy took 33.9 µs on the full grid, 158.9 on 16 CTAs: too slow to hide, benchmarks/kernels/data/2026-12-01-one-gpu/ce-sweep-smoke/)
     timeout 200 python3 benchmarks/kernels/kernels_sweep.py 256MiB 512MiB --ce-chunks 0 --ce-local sm,sm32,sm64,none \
       --ce-calls 3 --ce-streams 1,2 2>&1 | grep -v Warning | tee "$OUT/ce-streams.log"
     export PKROOF_CE_STREAMS=2  # the records list it among their settings

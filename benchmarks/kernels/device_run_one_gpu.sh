@@ -2,21 +2,11 @@
 # What one H200 can check (kind nvidia-h200; the 2-GPU kinds were not lent on 2026-12-01):
 #   bash benchmarks/kernels/device_run_one_gpu.sh gpu-state-ce-chunks   single-GPU tests (GPU-state watch, probe copy kernels, emulated
 #                                                 ranks), the watch against idle and matmuls, copy-engine chunking
-#   bash benchmarks/kernels/device_run_one_gpu.sh ce-emulated  the copy-engine collectives on emulated ranks (tests/emulate_ce.py):
-#                                                 every case, then 2 ranks timed by copy streams; the GPU-state tests
-#   bash benchmarks/kernels/device_run_one_gpu.sh ce-emulated-warm  the same cases after warming every flag-kernel variant, through
-#                                                 tests/test_copy_engine_gpu.py too
 #   bash benchmarks/kernels/device_run_one_gpu.sh local-ceilings  the probe's local ceilings with the clock of each matmul rate, the
 #                                                 GPU-state and probe GPU tests
 #   bash benchmarks/kernels/device_run_one_gpu.sh gpu-state-ab  the profiler's times with the GPU-state watch on and off
 #   bash benchmarks/kernels/device_run_one_gpu.sh ce-sweep-smoke  the copy-engine sweep's options on one rank (a smoke test of the
 #                                                 2-GPU session's script: no peers, the local work only), CE tests
-#   bash benchmarks/kernels/device_run_one_gpu.sh fused-ce-emulated the copy-engine overlaps (kernels/fused.py) on 2-8 emulated ranks
-#                                                 (tests/emulate_fused.py), then the copy-engine GPU tests and the
-#                                                 emulated inter-SM GEMM + all-reduce
-#   bash benchmarks/kernels/device_run_one_gpu.sh ce-peer-lanes the copy-engine collectives with a copy-stream lane per peer:
-#                                                 every emulated case, 4 emulated ranks timed with lanes or one,
-#                                                 then the copy-engine GPU tests
 #   bash benchmarks/kernels/device_run_one_gpu.sh ll-all-reduce  the LL all-reduce (kernels/low_latency.py): its GPU tests (phased and
 #                                                 concurrent emulated ranks), then timed against the flag hand-off
 #                                                 with 2 ranks side by side on the one GPU
@@ -32,6 +22,9 @@
 #                                                 (benchmarks/kernels/persistent_gemm.py), the inter-SM GPU tests
 #   bash benchmarks/kernels/device_run_one_gpu.sh tile-groups the inter-SM GPU tests with grouped tile orders, then the GEMM
 #                                                 alone in groups of 1, 2, 4, 8 and 16 bands, two tiles
+#   The copy-engine emulations (modes ce-emulated, ce-emulated-warm, fused-ce-emulated, ce-peer-lanes) ran test code
+#   (tests/emulate_ce.py, tests/emulate_fused.py) and are retired (7f02713:benchmarks/kernels/device_run_one_gpu.sh);
+#   `python3 -m pytest tests/test_copy_engine_gpu.py` runs every emulated case on one GPU.
 set -u
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | grep -v WARNING | tail -2
@@ -42,31 +35,11 @@ if [ "${1:-gpu-state-ce-chunks}" = gpu-state-ce-chunks ]; then
     tests/test_profiler_gpu.py 2>&1 | tee "$OUT/gpu-tests.log" | tail -6
   timeout 60 python3 benchmarks/suite/gpu_state_check.py 2>&1 | tee "$OUT/gpu-state.log"
   timeout 180 python3 benchmarks/kernels/ce_alpha.py 16 64 128 2>&1 | grep -v Warning | tee "$OUT/ce-alpha.log"
-elif [ "$1" = ce-emulated ]; then
-  timeout 420 python3 tests/emulate_ce.py --time 2>&1 | grep -v Warning | tee "$OUT/emulate-ce.log" | grep -v "^ok"
-  echo "$(grep -c '^ok' "$OUT/emulate-ce.log") ok, $(grep -c '^FAIL' "$OUT/emulate-ce.log") failed"
-  timeout 100 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_state.py 2>&1 | tail -2
-elif [ "$1" = ce-emulated-warm ]; then
-  start=$(date +%s)
-  timeout 300 python3 tests/emulate_ce.py 2>&1 | grep -v Warning | tee "$OUT/emulate-ce.log" | grep -v "^ok"
-  echo "$(grep -c '^ok' "$OUT/emulate-ce.log") ok, $(grep -c '^FAIL' "$OUT/emulate-ce.log") failed in $(( $(date +%s) - start )) s"
-  timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_copy_engine_gpu.py 2>&1 | tail -2
 elif [ "$1" = local-ceilings ]; then
   timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_state.py tests/test_probe_gpu.py \
     tests/test_copy_engine_gpu.py 2>&1 | tee "$OUT/gpu-tests.log" | tail -4
 elif [ "$1" = gpu-state-ab ]; then
   timeout 400 python3 benchmarks/suite/gpu_state_ab.py 2>&1 | grep -v -e Warning -e 'return func' | tee "$OUT/gpu-state-ab.log"
-elif [ "$1" = fused-ce-emulated ]; then
-  start=$(date +%s)
-  timeout 300 python3 tests/emulate_fused.py 2>&1 | grep -v Warning | tee "$OUT/emulate-fused.log"
-  echo "$(grep -c '^ok' "$OUT/emulate-fused.log") ok, $(grep -c '^FAIL' "$OUT/emulate-fused.log") failed in $(( $(date +%s) - start )) s"
-  timeout 240 python3 -m pytest -q -p no:cacheprovider tests/test_copy_engine_gpu.py tests/test_gpu_state.py \
-    "tests/test_kernels_gpu.py::test_emulated_ranks_gemm_all_reduce_inter_sm" 2>&1 | tee "$OUT/gpu-tests.log" | tail -4
-elif [ "$1" = ce-peer-lanes ]; then
-  start=$(date +%s)
-  timeout 400 python3 tests/emulate_ce.py --time-lanes 2>&1 | grep -v Warning | tee "$OUT/emulate-ce.log" | grep -v "^ok"
-  echo "$(grep -c '^ok' "$OUT/emulate-ce.log") ok, $(grep -c '^FAIL' "$OUT/emulate-ce.log") failed in $(( $(date +%s) - start )) s"
-  timeout 170 python3 -m pytest -q -p no:cacheprovider tests/test_copy_engine_gpu.py 2>&1 | tail -2
 elif [ "$1" = ll-all-reduce ]; then
   timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py -k "test_ll_" 2>&1 \
     | tee "$OUT/ll-tests.log" | tail -4

@@ -114,7 +114,7 @@ def _worker(
 ) -> None:
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", rank))
-    import pkroof.kernels.collectives as coll
+    import pkroof.kernels.symm_collectives as coll
     from pkroof.rooflines.units import parse_size
     from pkroof.runtime.timing import time_device
 

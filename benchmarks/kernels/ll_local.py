@@ -20,8 +20,8 @@ import statistics
 
 import torch
 
-from pkroof.kernels import collectives as c
 from pkroof.kernels import low_latency as ll
+from pkroof.kernels import symm_collectives as c
 from pkroof.kernels.symm import FLAG_STRIDE, MAX_CTAS
 
 

@@ -1,7 +1,7 @@
 """fp32 convolutions and matmuls as torch runs them by default, against the compute term pkroof charges them.
 
 torch lets cuDNN run fp32 convolutions on TF32 tensor cores by default (torch.backends.cudnn.allow_tf32) and keeps
-fp32 matmuls in full fp32 (matmul precision "highest"); the tracer charges each accordingly (profilers/trace.py). This
+fp32 matmuls in full fp32 (matmul precision "highest"); the tracer charges each accordingly (analysis/trace.py). This
 times each op alone on one GPU (CUDA events over 20 back-to-back calls after 5 warm-up calls, median of 7) and prints
 its rate beside the roof's compute term for the same op: a measured time below that term is a roof the op beats.
 

@@ -13,8 +13,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from pkroof.profilers import records
 from pkroof.profilers.calibrate import fused_excesses
+from pkroof.records import format as records
 from pkroof.rooflines.units import parse_size
 from pkroof.topology import load as load_topology
 

@@ -11,11 +11,11 @@ Torch-free; runs anywhere.
 import sys
 from pathlib import Path
 
+from pkroof.analysis.imported_runs import import_runs
 from pkroof.rooflines import Mechanism, Schedule
-from pkroof.rooflines.analysis import analyze
-from pkroof.rooflines.workloads import collective
+from pkroof.rooflines.analyze import analyze
+from pkroof.rooflines.builders import collective
 from pkroof.topology import nccl_tests
-from pkroof.topology.from_logs import import_runs
 
 BAR = {512 << 20: 0.05, 128 << 10: 0.10}  # size → the largest |error| allowed there (all-reduce)
 

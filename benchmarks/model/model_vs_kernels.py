@@ -1,8 +1,8 @@
 """The model's prediction for each (mechanism, schedule) pair against pkroof's kernels measured on 2xH200.
 
-Reads the profiler's records (benchmarks/kernels/data/2026-11-30-first-kernels/*.jsonl) and the 256 KiB table from its
-log
-(that run's records did not come back from the device: eight files at most), recomputes every prediction
+Reads the profiler's records (benchmarks/kernels/data/2026-11-30-first-kernels/: the final run and the CTA sweep)
+and the 256 KiB table from the final run's log (that run's records did not come back from the device: eight files
+at most), recomputes every prediction
 with the model as it is now (the same problem, shape and topology the profiler used, the pair and the CTA
 count the kernel declares), and prints (measured − predicted) / predicted: positive means the kernel was
 slower than the model says. No GPU needed.
@@ -14,17 +14,19 @@ import json
 import sys
 from pathlib import Path
 
-from pkroof.kernels.catalogue import load
-from pkroof.profilers.analysis import predict_declared, workload_of
+from pkroof.analysis.catalogue import load
+from pkroof.analysis.problem import predict_declared, workload_of
 from pkroof.profilers.profile import declared_pair
 from pkroof.rooflines import bound
 from pkroof.rooflines.units import fmt_bytes, fmt_s
 from pkroof.topology import resolve
 
 DATA = Path(__file__).parents[1] / "kernels" / "data" / "2026-11-30-first-kernels"
-RECORDS = ["run4-big.jsonl", "run4-gemm-ar.jsonl", "run3-fused.jsonl"]
-SUPERSEDED = {("run3-fused.jsonl", "gemm-all-reduce")}  # run 4 reran it with the final kernels
-SMALL_LOG = "run4-small.log"  # 256 KiB: rows of the profiler's table
+FINAL, SWEEP = "final-kernels-timed", "cta-sweep-and-fused"
+RECORDS = [f"{FINAL}/collectives-64MiB.jsonl", f"{FINAL}/gemm-all-reduce.jsonl", f"{SWEEP}/fused-llama3-8b-tp2.jsonl"]
+# the final run reran the sweep's GEMM + all-reduce with the final kernels
+SUPERSEDED = {(f"{SWEEP}/fused-llama3-8b-tp2.jsonl", "gemm-all-reduce")}
+SMALL_LOG = f"{FINAL}/collectives-256KiB.log"  # 256 KiB: rows of the profiler's table
 UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 
 

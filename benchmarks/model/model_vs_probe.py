@@ -10,7 +10,7 @@ they compare the same model with plain PyTorch timings taken by a separate scrip
 between two devices cannot be captured from one process), host-bound below a few hundred MiB, so only 256 MiB
 and 1 GiB are compared; the other cells print "—".
 Usage: python benchmarks/model/model_vs_probe.py [TOPOLOGY [PLAIN_LOG]]
-       (defaults: h200x2, the measured preset; benchmarks/probe/data/2026-11-30-probe/run17-plain.log)
+       (defaults: h200x2, the measured preset; benchmarks/probe/data/2026-11-30-probe/final-probe/plain.log)
 """
 
 import re
@@ -18,11 +18,11 @@ import sys
 from pathlib import Path
 
 from pkroof.rooflines import Collective, Mechanism, Schedule, bound
+from pkroof.rooflines.builders import collective
 from pkroof.rooflines.units import fmt_bytes
-from pkroof.rooflines.workloads import collective
 from pkroof.topology import resolve
 
-PLAIN_LOG = Path(__file__).parents[1] / "probe" / "data" / "2026-11-30-probe" / "run17-plain.log"
+PLAIN_LOG = Path(__file__).parents[1] / "probe" / "data" / "2026-11-30-probe" / "final-probe" / "plain.log"
 
 
 def _plain(log: Path) -> dict[str, dict[int, float]]:

@@ -6,13 +6,13 @@ Error = (measured − predicted) / predicted: positive where the machine was slo
 preset's own machine and a figure its own source does not contradict (`counted`); the other rows (other parts,
 other networks, suspect figures) are listed with --rows, not counted.
 
-It also runs on a checkout from before the model had NCCL's tuning (no topology/published.py there): it then reads
+It also runs on a checkout from before the model had NCCL's tuning (no tools/published_runs.py there): it then reads
 the table with the csv module and takes the one NCCL prediction that model makes for every row (it cannot force an
 algorithm, register buffers or wait on each call), which is how benchmarks/model/2026-12-02-published-check.md's
 "before"
 column was made: PYTHONPATH pointing at a pkroof package built from the older checkout's folders.
 
-Usage: python benchmarks/model/published_check.py [TABLE] [--rows]
+Usage: python -m benchmarks.model.published_check [TABLE] [--rows]
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def _what(f: dict[str, str]) -> str:
 
 
 def _current(table: Path) -> list[Result]:
-    from pkroof.topology import published
+    from tools import published_runs as published
 
     out = []
     for c in (published.check(r) for r in published.checkable(published.read(table))):
@@ -80,8 +80,8 @@ def _before(table: Path) -> list[Result]:
     import math
 
     from pkroof.rooflines import Collective, Mechanism, Schedule, bound
+    from pkroof.rooflines.builders import all_gather_gemm, collective
     from pkroof.rooflines.workload import DTYPE_BYTES, ComputeOp, Workload
-    from pkroof.rooflines.workloads import all_gather_gemm, collective
     from pkroof.topology import resolve
 
     def gemm(m: int, n: int, k: int, dtype: str) -> Workload:
@@ -141,7 +141,7 @@ def main(argv: list[str]) -> None:
     args = [a for a in argv if a != "--rows"]
     table = Path(args[0]) if args else TABLE
     try:
-        import pkroof.topology.published  # noqa: F401
+        import tools.published_runs  # noqa: F401
 
         results, model = _current(table), "current"
     except ImportError:

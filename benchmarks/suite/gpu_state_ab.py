@@ -17,7 +17,7 @@ from pkroof.runtime.launch import keep_multicast_off
 
 keep_multicast_off()  # before torch
 
-from pkroof.kernels.catalogue import load  # noqa: E402
+from pkroof.analysis.catalogue import load  # noqa: E402
 from pkroof.profilers.run import Job, run_job  # noqa: E402
 from pkroof.rooflines.units import parse_size  # noqa: E402
 

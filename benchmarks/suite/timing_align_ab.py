@@ -29,8 +29,8 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
 import pkroof.runtime.timing as timing  # noqa: E402
-from pkroof.kernels.collectives import exchange  # noqa: E402
 from pkroof.kernels.settings import setting  # noqa: E402
+from pkroof.kernels.symm_collectives import exchange  # noqa: E402
 from pkroof.rooflines.units import parse_size  # noqa: E402
 
 KINDS = {"all-reduce": 0, "all-gather": 1, "reduce-scatter": 2, "all-to-all": 3}

@@ -2,7 +2,7 @@
 
 from pkroof.kernels.problems._collectives import all_gather_into_tensor
 from pkroof.rooflines import Collective, Workload
-from pkroof.rooflines.workloads import collective
+from pkroof.rooflines.builders import collective
 
 CATEGORY = "collective"
 SOURCE = "NVIDIA/Megatron-LM: megatron/core/tensor_parallel/mappings.py::_gather_along_first_dim"

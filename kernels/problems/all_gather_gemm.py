@@ -2,7 +2,7 @@
 
 from pkroof.kernels.problems._collectives import all_gather_into_tensor
 from pkroof.kernels.problems._shapes import per_rank
-from pkroof.rooflines.workloads import all_gather_gemm
+from pkroof.rooflines.builders import all_gather_gemm
 
 CATEGORY = "tp-gemm"
 SOURCE = (

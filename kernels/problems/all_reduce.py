@@ -1,7 +1,7 @@
 """All-reduce of a tensor-parallel partial sum. From NVIDIA/Megatron-LM megatron/core/tensor_parallel/mappings.py::_reduce."""
 
 from pkroof.rooflines import Collective, Workload
-from pkroof.rooflines.workloads import collective
+from pkroof.rooflines.builders import collective
 
 CATEGORY = "collective"
 SOURCE = "NVIDIA/Megatron-LM: megatron/core/tensor_parallel/mappings.py::_reduce"

@@ -1,7 +1,7 @@
 """All-to-all with equal splits, as in expert-parallel token dispatch. From NVIDIA/Megatron-LM megatron/core/tensor_parallel/mappings.py::all_to_all."""
 
 from pkroof.rooflines import Collective, Workload
-from pkroof.rooflines.workloads import collective
+from pkroof.rooflines.builders import collective
 
 CATEGORY = "collective"
 SOURCE = "NVIDIA/Megatron-LM: megatron/core/tensor_parallel/mappings.py::all_to_all"

@@ -1,7 +1,7 @@
 """Broadcast of a bucket of module states from rank 0, as DDP does at construction. From pytorch/pytorch torch/distributed/utils.py::_sync_params_and_buffers."""
 
 from pkroof.rooflines import Collective, Workload
-from pkroof.rooflines.workloads import collective
+from pkroof.rooflines.builders import collective
 
 CATEGORY = "collective"
 # _sync_params_and_buffers broadcasts the states in buckets through dist._broadcast_coalesced: one broadcast per bucket

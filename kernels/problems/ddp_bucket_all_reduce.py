@@ -3,7 +3,7 @@
 from dataclasses import replace
 
 from pkroof.rooflines import Collective
-from pkroof.rooflines.workloads import collective
+from pkroof.rooflines.builders import collective
 
 CATEGORY = "data-parallel"
 SOURCE = "pytorch/pytorch: torch/distributed/algorithms/ddp_comm_hooks/default_hooks.py::allreduce_hook"

@@ -1,7 +1,7 @@
 """Gather of vocab-parallel logits to rank 0 for sampling. From vllm-project/vllm vllm/distributed/parallel_state.py::GroupCoordinator.gather."""
 
 from pkroof.rooflines import Collective, Workload
-from pkroof.rooflines.workloads import collective
+from pkroof.rooflines.builders import collective
 
 CATEGORY = "collective"
 SOURCE = "vllm-project/vllm: vllm/distributed/parallel_state.py::GroupCoordinator.gather"

@@ -1,7 +1,7 @@
 """Row-parallel GEMM + all-reduce (no sequence parallelism). From NVIDIA/Megatron-LM megatron/core/tensor_parallel/layers.py::RowParallelLinear."""
 
 from pkroof.kernels.problems._shapes import per_rank
-from pkroof.rooflines.workloads import gemm_all_reduce
+from pkroof.rooflines.builders import gemm_all_reduce
 
 CATEGORY = "tp-gemm"
 SOURCE = (

@@ -2,7 +2,7 @@
 
 from pkroof.kernels.problems._collectives import reduce_scatter_tensor
 from pkroof.kernels.problems._shapes import per_rank
-from pkroof.rooflines.workloads import gemm_reduce_scatter
+from pkroof.rooflines.builders import gemm_reduce_scatter
 
 CATEGORY = "tp-gemm"
 SOURCE = (

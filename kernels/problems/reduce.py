@@ -1,7 +1,7 @@
 """Reduce of a gradient slice to the rank that owns its partition. From deepspeedai/DeepSpeed deepspeed/runtime/zero/stage_1_and_2.py::DeepSpeedZeroOptimizer.average_tensor."""
 
 from pkroof.rooflines import Collective, Workload
-from pkroof.rooflines.workloads import collective
+from pkroof.rooflines.builders import collective
 
 CATEGORY = "collective"
 SOURCE = "deepspeedai/DeepSpeed: deepspeed/runtime/zero/stage_1_and_2.py::DeepSpeedZeroOptimizer.average_tensor"

@@ -2,7 +2,7 @@
 
 from pkroof.kernels.problems._collectives import reduce_scatter_tensor
 from pkroof.rooflines import Collective, Workload
-from pkroof.rooflines.workloads import collective
+from pkroof.rooflines.builders import collective
 
 CATEGORY = "collective"
 SOURCE = "NVIDIA/Megatron-LM: megatron/core/tensor_parallel/mappings.py::_reduce_scatter_along_first_dim"

@@ -1,7 +1,7 @@
 """Scatter of a buffer from rank 0 in equal chunks. From pytorch/pytorch torch/distributed/distributed_c10d.py::scatter."""
 
 from pkroof.rooflines import Collective, Workload
-from pkroof.rooflines.workloads import collective
+from pkroof.rooflines.builders import collective
 
 CATEGORY = "collective"
 SOURCE = "pytorch/pytorch: torch/distributed/distributed_c10d.py::scatter"

@@ -1,7 +1,7 @@
 """Send of a pipeline-parallel activation from rank 0 to rank 1. From NVIDIA/Megatron-LM megatron/core/pipeline_parallel/p2p_communication.py::_p2p_ops."""
 
 from pkroof.rooflines import Collective, Workload
-from pkroof.rooflines.workloads import collective
+from pkroof.rooflines.builders import collective
 
 CATEGORY = "collective"
 SOURCE = "NVIDIA/Megatron-LM: megatron/core/pipeline_parallel/p2p_communication.py::_p2p_ops"
