@@ -2,7 +2,8 @@
 opportunities with links to their problem files. Made from the trace result's frames alone (docs/trace.md); in the
 report's style, with its plotly.min.js beside it (no network).
 
-The template is templates/trace.j2 (Jinja2, autoescape on): every string a trace holds is shown as text.
+The template is templates/trace.html.j2 (render.py's environment: autoescape on, the report's style and scripts):
+every string a trace holds is shown as text.
 """
 
 from __future__ import annotations
@@ -13,17 +14,14 @@ from typing import Any
 
 import pandas as pd
 import plotly.offline
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from pkroof.runs.opportunities import SAVING_NOTE
 
 from . import html, trace_figures
+from .render import ENV
 
 PAGE = "trace.html"
-TEMPLATES = Path(__file__).resolve().parent / "templates"
-_ENV = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined, trim_blocks=True)
-_ENV.filters |= html._ENV.filters | {"gbps": lambda x: "—" if html._missing(x) else f"{x:.1f} GB/s"}
 
 
 def _rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -32,7 +30,7 @@ def _rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 def _link(problem_file: Any, out_dir: Path | None) -> str | None:
     """The problem file's path relative to the page's folder, where it lies inside it (else no link)."""
-    if html._missing(problem_file) or out_dir is None:
+    if not isinstance(problem_file, str) or not problem_file or out_dir is None:
         return None
     relative = os.path.relpath(Path(problem_file).resolve(), Path(out_dir).resolve())
     return None if relative.startswith("..") else Path(relative).as_posix()
@@ -64,10 +62,7 @@ def trace_page(result: Any, *, out_dir: Path | None = None, assets: str = "") ->
     rows = _rows(opportunities)
     for row in rows:
         row["link"] = _link(row.get("problem_file"), out_dir)
-    return _ENV.get_template("trace.j2").render(
-        style=Markup(html.STYLE + ".cat { font-size: 14px; }"),
-        sort_js=Markup(html.SORT_JS),
-        narrow_js=Markup(html.NARROW_JS),
+    return ENV.get_template("trace.html.j2").render(
         assets=assets,
         ranks=ranks,
         rank_list=", ".join(str(r) for r in ranks[:16]) + (", …" if len(ranks) > 16 else ""),

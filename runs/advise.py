@@ -10,9 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pkroof.rooflines import DTYPE_BYTES, Collective, System, Workload
-from pkroof.rooflines import workloads as builders
-from pkroof.rooflines.analysis import analyze
+from pkroof.rooflines import DTYPE_BYTES, Collective, System, Workload, builders
+from pkroof.rooflines.analyze import analyze
 from pkroof.topology import Topology, resolve
 
 from .model import placement
@@ -30,7 +29,7 @@ COLLECTIVES = {
     "send": Collective.SEND_RECV,
     "recv": Collective.SEND_RECV,
 }
-# a GEMM and the collective next to it, fused (rooflines/workloads.py): every builder takes the GEMM's own
+# a GEMM and the collective next to it, fused (rooflines/builders.py): every builder takes the GEMM's own
 # per-rank m, n, k and the group size
 FUSIONS = {
     "gemm-reduce-scatter": builders.gemm_reduce_scatter,

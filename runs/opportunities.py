@@ -7,7 +7,7 @@ Two kinds:
   advises at its size, dtype and group size (rooflines' `analyze` of the collective's Workload, as `pkroof advise
   all-reduce --size S` gives it);
 - **exposed communication next to the GEMM that produces or consumes it**, with the fused pair the model advises for
-  the two (rooflines/workloads.py's fusion builders):
+  the two (rooflines/builders.py's fusion builders):
 
   | pattern | rule (same rank, same step) | bytes that must match exactly |
   |---|---|---|

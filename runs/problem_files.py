@@ -111,7 +111,7 @@ def reference(x, group_size):
 
 def workload(world_size, *, group_size, size_bytes, dtype="{dtype}"):
     from pkroof.rooflines import Collective
-    from pkroof.rooflines.workloads import collective
+    from pkroof.rooflines.builders import collective
 
     _check(world_size, group_size)
     return collective(Collective.{model_kind}, group_size, dtype, size=size_bytes)
@@ -170,7 +170,7 @@ def reference({args}, group_size):
 
 
 def workload(world_size, *, group_size, m, n, k, dtype="{dtype}"):
-    from pkroof.rooflines.workloads import {builder}
+    from pkroof.rooflines.builders import {builder}
 
     _check(world_size, group_size, m=m)
     return {builder}(group_size, dtype, m=m, n=n, k=k)
@@ -220,7 +220,7 @@ _FUSIONS = {  # fusion → (title, inputs' doc, inputs' body, reference's argume
         "    dist.all_to_all_single(out, c, group=group)\n    return out",
     ),
 }
-_BUILDERS = {f: f.replace("-", "_") for f in _FUSIONS}  # rooflines/workloads.py's function of each
+_BUILDERS = {f: f.replace("-", "_") for f in _FUSIONS}  # rooflines/builders.py's function of each
 
 
 def _safe(text: Any, most: int = 400) -> str:

@@ -6,8 +6,8 @@ import pytest
 from trace_frames import collective, gemm, kernel, result
 
 import pkroof
-from pkroof.rooflines.analysis import analyze
-from pkroof.rooflines.workloads import all_to_all_gemm, gemm_all_to_all
+from pkroof.rooflines.analyze import analyze
+from pkroof.rooflines.builders import all_to_all_gemm, gemm_all_to_all
 from pkroof.runs import opportunities
 from pkroof.topology import resolve
 

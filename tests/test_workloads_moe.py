@@ -1,11 +1,11 @@
-"""The MoE fusion builders (rooflines/workloads.py): dispatch all-to-all → expert GEMM and expert GEMM → combine
+"""The MoE fusion builders (rooflines/builders.py): dispatch all-to-all → expert GEMM and expert GEMM → combine
 all-to-all, against their derivations."""
 
 import pytest
 from conftest import make_system
 
 from pkroof.rooflines import Collective, advise, bound
-from pkroof.rooflines.workloads import all_to_all_gemm, gemm_all_to_all
+from pkroof.rooflines.builders import all_to_all_gemm, gemm_all_to_all
 
 M, N, K = 8192, 14336, 4096  # Mixtral-like: 8192 routed rows on this rank, hidden 4096, expert FFN 14336
 
