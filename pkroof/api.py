@@ -192,7 +192,7 @@ def trace(
     progress: Callable[[int, int, str], None] | None = None,
 ) -> Any:
     """`pkroof trace`: a job's torch.profiler traces (files, folders or globs; one file per rank) → a TraceResult
-    (pkroof.runs.analyze.TraceResult) whose `kernels`, `collectives`, `steps` and `opportunities` are pandas
+    (pkroof.runs.analyze_traces.TraceResult) whose `kernels`, `collectives`, `steps` and `opportunities` are pandas
     DataFrames with the columns of `pkroof trace --json` (docs/trace.md), and its topology, the reason it was chosen,
     ranks, notes and unsized counts. `topology`: a preset or topology file (default: matched from the traces).
     `progress(files_read, files, path)` after each file. Bad input is a ValueError of one line."""

@@ -2,7 +2,7 @@
 collective that feeds or drains it, at a trace's size, dtype and group size on a topology.
 
 Every call the opportunities make into the model (rooflines' workload builders and `analyze`, the topology's
-System) is here, beside runs/model.py's for the kernels' roofs, so that the lead can re-point them in one place.
+System) is here, beside runs/roofs.py's for the kernels' roofs, so that the lead can re-point them in one place.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pkroof.rooflines import DTYPE_BYTES, Collective, System, Workload, builders
 from pkroof.rooflines.analyze import analyze
 from pkroof.topology import Topology, resolve
 
-from .model import placement
+from .roofs import placement
 
 # the trace's collective names (runs' kernels frame) → the model's
 COLLECTIVES = {
@@ -99,7 +99,7 @@ def as_topology(topology: Topology | str) -> Topology:
 
 
 def ranks_per_node(topology: Topology, group: str | None, group_size: int) -> int:
-    """How many of a group's ranks share a node: its listed ranks placed as runs/model.py places them for the roof
+    """How many of a group's ranks share a node: its listed ranks placed as runs/roofs.py places them for the roof
     (torchrun's order), else as densely as the nodes allow."""
     return placement(group, group_size, topology.gpus_per_node)[1]
 

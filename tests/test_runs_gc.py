@@ -1,4 +1,4 @@
-"""analyze_traces pauses Python's cycle collector while it reads (runs/analyze.py) and leaves it as it found it,
+"""analyze_traces pauses Python's cycle collector while it reads (runs/analyze_traces.py) and leaves it as it found it,
 bad input included."""
 
 import gc

@@ -15,10 +15,10 @@ import pandas as pd
 from . import opportunities
 from .job import JobCheck
 from .kernels import empty_columns, kernels_frame, rank_rows
-from .model import Chosen, Model, choose_topology
 from .ranks import collectives_frame, steps_frame
 from .read import find_files, read_rank
 from .result import TraceResult
+from .roofs import Chosen, Model, choose_topology
 
 Progress = Callable[[int, int, str], None]  # (files read, files in all, the file just read)
 
