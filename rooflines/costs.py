@@ -225,12 +225,15 @@ def op_cost(
         # step, and the hand-off around it costs what the node's kernels measured (handoff_s, from `pkroof
         # topology calibrate`; h200x2: 2.2-2.8 µs for SM loads or stores, 13.0 µs for the copy engine's stream
         # hops). NCCL's measured α already holds its own synchronisation.
+        # Its flags go to and come from every peer, so the hand-off grows with them (per_peer_s).
+        peers = min(op.group_size, system.ranks_per_node) - 1
         if m.mechanism is Mechanism.NCCL:
             latency_s = model.latency_for(tiers.scaleup.num_steps) + net_lat_s
         elif ll:
-            latency_s = model.latency_for(tiers.scaleup.num_steps) + model.handoff_for(protocol)
+            latency_s = model.latency_for(tiers.scaleup.num_steps) + model.handoff_for(protocol, peers)
         else:
-            latency_s = model.latency_for(tiers.scaleup.num_steps + 1) + net_lat_s + model.handoff_s + chunk_latency_s
+            handoff_s = model.handoff_for(Protocol.SIMPLE, peers)
+            latency_s = model.latency_for(tiers.scaleup.num_steps + 1) + net_lat_s + handoff_s + chunk_latency_s
         regime = _fit_regime(m, op.kind.value, tiers.scaleup.bytes) if m.mechanism is Mechanism.NCCL else ""
         cost = OpCost(alg, bw_s, latency_s, tiers.scaleup + tiers.scaleout, exposed, protocol, regime=regime)
         if best is None or _choice_s(cost, system, staged) < _choice_s(best, system, staged):

@@ -71,12 +71,17 @@ class TransferModel:
     # collective fits above price NCCL as one measured ring (a probed node)
     nccl: NcclTuning | None = None
     nccl_run: NcclRun = DEFAULT_RUN  # how the program has NCCL run (NCCL_ALGO, NCCL_PROTO, registered buffers)
+    # each peer beyond the first adds this to a staged collective's hand-off: its flags are stored to and polled
+    # from every peer, and the call waits for the last of them (handoff_s was measured with one peer)
+    per_peer_s: float = 0.0
 
-    def handoff_for(self, protocol: Protocol) -> float:
-        """The fixed hand-off a staged collective of `protocol` pays per call (the simple one where LL's is unknown)."""
+    def handoff_for(self, protocol: Protocol, peers: int = 1) -> float:
+        """The fixed hand-off a staged collective of `protocol` pays per call with `peers` peers (the simple one where
+        LL's is unknown): the one-peer figure, and per_peer_s for each further peer."""
+        one_peer = self.handoff_s
         if protocol is Protocol.LL and self.ll_handoff_s is not None:
-            return self.ll_handoff_s
-        return self.handoff_s
+            one_peer = self.ll_handoff_s
+        return one_peer + max(0, peers - 1) * self.per_peer_s
 
     def overlap_for(self, schedule: str) -> float:
         """The measured fixed cost per call of a fused kernel under `schedule` (0 where none was measured)."""

@@ -207,6 +207,9 @@ class MechanismSpec:
     ll_handoff_s: float | None = None
     # NCCL only: the algorithm and protocol it runs by default and their costs; None: the fits above price NCCL
     tuning: NcclSpec | None = None
+    # each peer beyond the first adds this to the hand-off (handoff_s, ll_handoff_s): a staged collective's flags
+    # are stored to and polled from every peer; 0: not known (a probe of two GPUs sees one peer)
+    per_peer_s: float = 0.0
 
     def __post_init__(self) -> None:
         for schedule, seconds in self.overlap_s.items():
@@ -244,6 +247,7 @@ class MechanismSpec:
             tuple(sorted(self.overlap_s.items())),
             self.ll_handoff_s,
             None if self.tuning is None else self.tuning.model,
+            per_peer_s=self.per_peer_s,
         )
 
 
@@ -477,12 +481,14 @@ def _shared_handoffs(models: dict[Mechanism, TransferModel]) -> dict[Mechanism, 
     a fused kernel."""
     device = {k: m for k, m in models.items() if k in DEVICE_INITIATED}
     measured = [m.handoff_s for m in device.values() if m.handoff_s > 0]
+    per_peer = [m.per_peer_s for m in device.values() if m.per_peer_s > 0]
     overlap = {s: min(v) for s in OVERLAPPED if (v := [m.overlap_for(s) for m in device.values() if m.overlap_for(s)])}
     out = dict(models)
     for k, m in device.items():
         handoff = m.handoff_s or (min(measured) if measured else 0.0)
         shared = dict(m.overlap_s) | {s: v for s, v in overlap.items() if not m.overlap_for(s)}
-        out[k] = dataclasses.replace(m, handoff_s=handoff, overlap_s=tuple(sorted(shared.items())))
+        peer_s = m.per_peer_s or (min(per_peer) if per_peer else 0.0)
+        out[k] = dataclasses.replace(m, handoff_s=handoff, overlap_s=tuple(sorted(shared.items())), per_peer_s=peer_s)
     return out
 
 

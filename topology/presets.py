@@ -185,6 +185,16 @@ SOURCES: dict[str, Source] = {
         url="topology/data/h200x2.json",
         date="2026-12-01",
     ),
+    "peers-sglang2904": Source(
+        "measured",
+        "how a staged all-reduce's fixed cost grows with the peer count, from two published custom all-reduces (pull, "
+        "one-shot) timed on one H100 node at 2, 4 and 8 ranks with 512 elements (2 KiB as fp32, so bytes add "
+        "< 0.05 µs): sglang's TensorRT-LLM-derived kernel 3.7, 4.8, 5.9 µs and vLLM's 9.5, 9.1, 10.1 µs (eager); "
+        "from 1 to 7 peers they grow 0.37 and 0.10 µs per peer, and each further peer is charged their mean, 0.23 µs "
+        "(tests/data/head_to_head: the split=tune rows; carried to every preset but the measured 2-GPU node)",
+        url="https://github.com/sgl-project/sglang/pull/2904",
+        date="2025-01-15",
+    ),
     "derived": Source(
         "nominal",
         "derived by pkroof from the other numbers of this preset, as the mechanism's note says (per-CTA bandwidth = "
@@ -427,6 +437,12 @@ def _gpu(name: str, arch: str, sms: int, capacity: int, hbm_Bps: float, peak: di
     return GPU(name, arch, sms, capacity, hbm_Bps, peak, sources, sustained_flops=rates, burst_flops=rates)
 
 
+# Each peer beyond the first adds this to a staged collective's hand-off: the mean growth per peer of two published
+# one-shot pull all-reduces at 2 KiB from 2 to 8 H100s ((5.9 − 3.7) / 6 = 0.37 µs and (10.1 − 9.5) / 6 = 0.10 µs;
+# the "peers-sglang2904" source). The 2-GPU node's hand-off (handoff_s) was measured with one peer.
+PER_PEER_S = ((5.9e-6 - 3.7e-6) / 6 + (10.1e-6 - 9.5e-6) / 6) / 2
+
+
 def _mech(
     carry: str,
     peak_Bps: float,
@@ -457,8 +473,23 @@ def _mech(
         src["handoff_s"] = "h200x2-calibrate"
     if m.overlap_s:
         src["overlap_s"] = "h200x2-calibrate"
+    device = carry != "copy-engine"  # SM kernels' flags; the copy engine's per-peer DMAs have no published figure
+    if device:
+        src["per_peer_s"] = "peers-sglang2904"
     return MechanismSpec(
-        True, m.latency_s, peak_Bps, per_cta, 0, note, m.step_latency_s, src, {}, m.handoff_s, both, dict(m.overlap_s)
+        True,
+        m.latency_s,
+        peak_Bps,
+        per_cta,
+        0,
+        note,
+        m.step_latency_s,
+        src,
+        {},
+        m.handoff_s,
+        both,
+        dict(m.overlap_s),
+        per_peer_s=PER_PEER_S if device else 0.0,
     )
 
 
@@ -466,7 +497,8 @@ def _multimem(link_Bps: float, sm_load: MechanismSpec) -> MechanismSpec:
     """In-network reduction by multimem loads and stores: the roof at the switch ports' rate (the link's), what a
     kernel reaches at SM loads' (the same loads, through the switch), both ways as SM loads reach with both busy."""
     src = {"peak_bandwidth_Bps": "switch-port"} | {
-        k: sm_load.sources[k] for k in ("latency_s", "step_latency_s", "per_cta_bandwidth_Bps", "duplex_bandwidth_Bps")
+        k: sm_load.sources[k]
+        for k in ("latency_s", "step_latency_s", "per_cta_bandwidth_Bps", "duplex_bandwidth_Bps", "per_peer_s")
     }
     note = (
         "in-network reduction at the switch ports' rate for the roof; predicted at SM loads' rates both ways (a "
@@ -482,6 +514,7 @@ def _multimem(link_Bps: float, sm_load: MechanismSpec) -> MechanismSpec:
         sm_load.step_latency_s,
         src,
         duplex_bandwidth_Bps=sm_load.duplex_bandwidth_Bps,
+        per_peer_s=sm_load.per_peer_s,
     )
 
 
