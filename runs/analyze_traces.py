@@ -61,7 +61,7 @@ def _analyze(files: list[Path], topology: str | None, progress: Progress | None)
             if model is None:
                 chosen = choose_topology(topology, meta.devices, meta.distributed.get("world_size"))
                 model = Model(chosen.topology)
-            rank_rows(trace, model, meta.default_group, unsized, columns)
+            rank_rows(trace, meta.rank, model, meta.default_group, unsized, columns)
         del trace
         if progress is not None:
             progress(i + 1, len(files), str(path))

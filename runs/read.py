@@ -227,14 +227,25 @@ def _int(value: int | str) -> int:
     return int(digits[-1]) if digits else -1
 
 
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _rank(path: Path, dist: dict[str, Any]) -> int | None:
+    """distributedInfo's rank, None where it gives none; a TraceError of one line for one that is not a rank."""
+    rank = dist.get("rank")
+    if rank is not None and (not _whole(rank) or rank < 0):
+        raise TraceError(f"{path}: distributedInfo rank {rank!r} is not a rank (a whole number from 0)")
+    return rank
+
+
 def read_rank(path: str | Path) -> RankTrace:
     """One file: the kernels, their launches, the operators and the steps. A TraceError of one line for a file that
     is not JSON, is truncated, or is not a Chrome trace."""
     path = Path(path)
     doc = _decode(path)
     dist = doc.distributedInfo or {}
-    rank = dist.get("rank")
-    out = RankTrace(str(path), rank if isinstance(rank, int) else None, dist, list(doc.deviceProperties or []))
+    out = RankTrace(str(path), _rank(path, dist), dist, list(doc.deviceProperties or []))
     wanted: list[_Event] = []
     for e in doc.traceEvents:
         if e.ph != "X":
