@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
+import pandas as pd
+
 from pkroof.rooflines import Collective, Mechanism, Schedule, System, bus_bandwidth_factor
 from pkroof.rooflines.analyze import Analysis, analyze
 from pkroof.rooflines.builders import collective, gemm
@@ -150,3 +152,25 @@ class Model:
     def busbw_factor(kind: str, group_size: int) -> float:
         """nccl-tests' busbw / algbw (PERFORMANCE.md), from the model."""
         return bus_bandwidth_factor(KINDS[kind], 2 if KINDS[kind] is Collective.SEND_RECV else group_size)
+
+
+def above_roof_note(fraction: pd.Series) -> str | None:
+    """The note where measured kernels beat their roof (`fraction`: roof time over measured time). A roof is a
+    bound: such kernels are shown as measured, never clamped, and said here."""
+    above = fraction[fraction > 1]
+    if above.empty:
+        return None
+    return (
+        f"{len(above)} kernels above their roof (up to {above.max():.0%}): the topology is not this machine's, or "
+        "the trace's sizes are wrong"
+    )
+
+
+def gpu_note(chosen: Chosen, devices: list[dict], given: str | None) -> str | None:
+    """The note where --topology's GPU is not the one the traces' deviceProperties name."""
+    gpu = devices[0].get("name") if devices else None
+    if given is None or gpu is None or gpu == chosen.topology.gpu.name:
+        return None
+    return (
+        f"--topology {given} is for {chosen.topology.gpu.name}, but the traces ran on {gpu}: the roofs are that GPU's"
+    )
