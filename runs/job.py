@@ -97,6 +97,10 @@ class JobCheck:
         if rank in self.metas:
             first = self.metas[rank].path
             raise ValueError(f"ranks from different jobs, or one file twice: {first} and {t.path} are rank {rank}")
+        if t.dropped:
+            self.notes.append(
+                f"{t.path}: {t.dropped} events dropped: no or a non-finite time, or a duration negative or over a day"
+            )
         meta = RankMeta(t.path, rank, t.distributed, t.devices, len(t.kernels))
         if self.metas:
             _same_job(next(iter(self.metas.values())), meta)

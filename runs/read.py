@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import glob
 import gzip
+import math
 import re
 import sys
 from collections.abc import Callable, Iterable
@@ -40,7 +41,7 @@ class _Event(msgspec.Struct):
     ph: str = ""
     cat: str = ""
     name: str = ""
-    ts: float = 0.0
+    ts: float = math.nan  # missing: the event is dropped (with a note), never placed at time 0
     dur: float = 0.0
     pid: int | str = 0
     tid: int | str = 0
@@ -185,6 +186,7 @@ class RankTrace:
     launches: dict[int, Launch] = field(default_factory=dict)  # by correlation id
     ops: list[Op] = field(default_factory=list)
     steps: list[tuple[int, float, float]] = field(default_factory=list)  # (N, start_us, end_us), by start
+    dropped: int = 0  # events with a missing or non-finite time, or a duration negative or over a day
 
 
 def _raw(path: Path) -> bytes:
@@ -227,6 +229,14 @@ def _int(value: int | str) -> int:
     return int(digits[-1]) if digits else -1
 
 
+_DAY_US = 86_400e6
+
+
+def _corrupt(e: _Event) -> bool:
+    """An event whose time no profiler writes: no or a non-finite `ts`, a `dur` negative, non-finite or over a day."""
+    return not (math.isfinite(e.ts) and 0 <= e.dur <= _DAY_US)
+
+
 def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -236,6 +246,9 @@ def _rank(path: Path, dist: dict[str, Any]) -> int | None:
     rank = dist.get("rank")
     if rank is not None and (not _whole(rank) or rank < 0):
         raise TraceError(f"{path}: distributedInfo rank {rank!r} is not a rank (a whole number from 0)")
+    world = dist.get("world_size")
+    if world is not None and (not _whole(world) or world < 1):
+        raise TraceError(f"{path}: distributedInfo world size {world!r} is invalid (a whole number from 1)")
     return rank
 
 
@@ -249,6 +262,9 @@ def read_rank(path: str | Path) -> RankTrace:
     wanted: list[_Event] = []
     for e in doc.traceEvents:
         if e.ph != "X":
+            continue
+        if _corrupt(e):
+            out.dropped += 1
             continue
         cat = e.cat.lower()
         kind = GPU_CATEGORIES.get(cat)
