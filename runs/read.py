@@ -186,6 +186,7 @@ class RankTrace:
     launches: dict[int, Launch] = field(default_factory=dict)  # by correlation id
     ops: list[Op] = field(default_factory=list)
     steps: list[tuple[int, float, float]] = field(default_factory=list)  # (N, start_us, end_us), by start
+    hip: bool = False  # a HIP runtime call (hipLaunchKernel, hipExtModuleLaunchKernel, …): a ROCm trace
     dropped: int = 0  # events with a missing or non-finite time, or a duration negative or over a day
 
 
@@ -276,6 +277,7 @@ def read_rank(path: str | Path) -> RankTrace:
             out.kernels.append(k)
         elif cat in LAUNCH_CATEGORIES:
             wanted.append(e)
+            out.hip = out.hip or e.name.startswith("hip")
         elif cat in OP_CATEGORIES:
             m = _STEP.match(e.name)
             if m:
