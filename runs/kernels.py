@@ -229,7 +229,7 @@ def _gemm(row: dict, ctx: _Context, graph: bool, kernels_of_op: int, model: Mode
     if size.unsized is not None:
         return
     row["flops"] = size.flops
-    roof = model.gemm_roof(int(size.m), int(size.n), int(size.k), int(size.batch), size.dtype)
+    roof = model.gemm_roof(int(size.m), int(size.n), int(size.k), int(size.batch), size.dtype, size.operands)
     if roof.unsized is not None:
         row["unsized"] = roof.unsized
         return
