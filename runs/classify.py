@@ -26,12 +26,15 @@ _GEMM_HELPER_NAME = re.compile(r"epilogue|splitKreduce|reduce_splitk|ReduceSplit
 # cuBLAS/cuBLASLt (sm90_xmma_gemm, ampere_sgemm, gemv, nvjet), CUTLASS GEMMs, Triton's and Inductor's matmul templates
 _GEMM_NAME = re.compile(r"(?<!fb)gemm|gemv|nvjet|(?:^|_)mm_|triton_tem_fused_.*mm|matmul|cutlass.*tensorop", re.I)
 # convolutions (cuDNN's implicit GEMMs among them): "other", FLOPs not counted
-_CONV_NAME = re.compile(r"implicit_gemm|fprop|dgrad|wgrad|conv(?!ert)", re.I)
+_CONV_NAME = re.compile(r"implicit_?gemm|fprop|dgrad|wgrad|conv(?!ert)", re.I)
+# a convolution operator (aten::convolution, aten::cudnn_convolution, aten::convolution_backward, aten::conv2d):
+# the GEMM-named kernels it launches are its implicit GEMMs, convolutions ("other")
+_CONV_OP = re.compile(r"conv(?!ert)", re.I)
 _ATTENTION_NAME = re.compile(r"flash|fmha|attention|attn|sdpa|_mha_", re.I)
 _MEMORY_NAME = re.compile(
     r"elementwise|vectorized|unrolled|reduce_kernel|reduction|CatArray|copy|fill|index|scatter|gather|softmax|"
     r"norm|triton_(?:poi|red|per)_|transpose|nchwTo|nhwcTo|embedding|dropout|cumsum|sort|topk|cub::|scan|"
-    r"multi_tensor_apply|Moments|GammaBeta|permute",
+    r"multi_tensor_apply|Moments|GammaBeta|permute|bn_fw_|bn_bw_",
     re.I,
 )
 GEMM_OPS = frozenset(
@@ -130,24 +133,28 @@ def category_of(kernel: Kernel, op: str | None) -> str:
     no known family)."""
     if kernel.kind != "kernel":
         return kernel.kind
-    return _category_of_name(kernel.name, op in GEMM_OPS)
+    launcher = "gemm" if op in GEMM_OPS else "conv" if op is not None and _CONV_OP.search(op) else None
+    return _category_of_name(kernel.name, launcher)
 
 
 @functools.lru_cache(maxsize=1 << 16)  # a job repeats a few hundred kernel names millions of times
-def _category_of_name(name: str, gemm_op: bool) -> str:
+def _category_of_name(name: str, launcher: str | None) -> str:
+    """`launcher`: "gemm" for a matmul operator, "conv" for a convolution operator, else None. A convolution (by its
+    kernel's name, or a GEMM-named kernel a convolution operator launched) is "other", before the memory-bound
+    helpers whose names a mangled convolution's template arguments may hold (an epilogue)."""
     if _COMM_NAME.match(name):
         return "communication"
     if _ATTENTION_NAME.search(name):
         return "attention"
-    if _GEMM_HELPER_NAME.search(name):
-        return "memory"
     if _CONV_NAME.search(name):
         return "other"
+    if _GEMM_HELPER_NAME.search(name):
+        return "memory"
     if _GEMM_NAME.search(name):
-        return "gemm"
+        return "other" if launcher == "conv" else "gemm"
     if _MEMORY_NAME.search(name):
         return "memory"
-    if gemm_op:  # a kernel named by none of the families, launched by a matmul operator
+    if launcher == "gemm":  # a kernel named by none of the families, launched by a matmul operator
         return "gemm"
     return "other"
 
