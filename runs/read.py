@@ -93,7 +93,7 @@ _LAUNCH = msgspec.json.Decoder(_LaunchArgs)
 _OP = msgspec.json.Decoder(_OpArgs)
 
 
-class TraceError(ValueError):
+class TraceFileError(ValueError):
     """A file that is not a usable trace: one line naming the file and why."""
 
 
@@ -152,7 +152,7 @@ class Op:
             try:
                 self._args = _OP.decode(self._raw) if self._raw is not None else _OpArgs()
             except (msgspec.ValidationError, msgspec.DecodeError) as e:
-                raise TraceError(f"operator {self.name!r} has arguments pkroof cannot read ({e})") from None
+                raise TraceFileError(f"operator {self.name!r} has arguments pkroof cannot read ({e})") from None
             self._raw = None
         return self._args
 
@@ -195,18 +195,18 @@ def _raw(path: Path) -> bytes:
         data = path.read_bytes()
         return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
     except (OSError, EOFError, gzip.BadGzipFile) as e:
-        raise TraceError(f"{path}: cannot be read ({e})") from None
+        raise TraceFileError(f"{path}: cannot be read ({e})") from None
 
 
 def _decode(path: Path) -> _File:
     try:
         doc = _FILE.decode(_raw(path))
     except msgspec.ValidationError as e:
-        raise TraceError(f"{path}: not a Chrome trace of torch.profiler ({e})") from None
+        raise TraceFileError(f"{path}: not a Chrome trace of torch.profiler ({e})") from None
     except msgspec.DecodeError as e:
-        raise TraceError(f"{path}: not valid JSON, or truncated ({e})") from None
+        raise TraceFileError(f"{path}: not valid JSON, or truncated ({e})") from None
     if doc.traceEvents is None:
-        raise TraceError(f"{path}: not a Chrome trace of torch.profiler (no traceEvents)")
+        raise TraceFileError(f"{path}: not a Chrome trace of torch.profiler (no traceEvents)")
     return doc
 
 
@@ -214,7 +214,9 @@ def _args(decoder: msgspec.json.Decoder, event: _Event, path: Path) -> Any:
     try:
         return decoder.decode(event.args)
     except (msgspec.ValidationError, msgspec.DecodeError) as e:
-        raise TraceError(f"{path}: {event.cat} event {event.name!r} has arguments pkroof cannot read ({e})") from None
+        raise TraceFileError(
+            f"{path}: {event.cat} event {event.name!r} has arguments pkroof cannot read ({e})"
+        ) from None
 
 
 def _comm(args: _CommArgs) -> _CommArgs | None:
@@ -243,18 +245,18 @@ def _whole(value: Any) -> bool:
 
 
 def _rank(path: Path, dist: dict[str, Any]) -> int | None:
-    """distributedInfo's rank, None where it gives none; a TraceError of one line for one that is not a rank."""
+    """distributedInfo's rank, None where it gives none; a TraceFileError of one line for one that is not a rank."""
     rank = dist.get("rank")
     if rank is not None and (not _whole(rank) or rank < 0):
-        raise TraceError(f"{path}: distributedInfo rank {rank!r} is not a rank (a whole number from 0)")
+        raise TraceFileError(f"{path}: distributedInfo rank {rank!r} is not a rank (a whole number from 0)")
     world = dist.get("world_size")
     if world is not None and (not _whole(world) or world < 1):
-        raise TraceError(f"{path}: distributedInfo world size {world!r} is invalid (a whole number from 1)")
+        raise TraceFileError(f"{path}: distributedInfo world size {world!r} is invalid (a whole number from 1)")
     return rank
 
 
 def read_rank(path: str | Path) -> RankTrace:
-    """One file: the kernels, their launches, the operators and the steps. A TraceError of one line for a file that
+    """One file: the kernels, their launches, the operators and the steps. A TraceFileError of one line for a file that
     is not JSON, is truncated, or is not a Chrome trace."""
     path = Path(path)
     doc = _decode(path)

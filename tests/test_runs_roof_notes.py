@@ -54,3 +54,10 @@ def test_the_cli_summary_and_json_carry_the_above_roof_note(tmp_path, flag):
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "1 kernels above their roof" in result.output
+
+
+@pytest.mark.parametrize(("kind", "factor"), [("gather", (4 - 1) / 4), ("scatter", (4 - 1) / 4), ("broadcast", 1.0)])
+def test_the_busbw_factor_of_gather_and_scatter_is_n_minus_1_over_n_as_docs_trace_says(kind, factor):
+    from pkroof.runs.roofs import Model
+
+    assert Model.busbw_factor(kind, 4) == pytest.approx(factor)
