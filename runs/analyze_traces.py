@@ -18,7 +18,7 @@ from .kernels import empty_columns, kernels_frame, rank_rows
 from .ranks import collectives_frame, steps_frame
 from .read import find_files, read_rank
 from .result import TraceResult
-from .roofs import Chosen, Model, above_roof_note, choose_topology, gpu_note
+from .roofs import Chosen, Model, above_roof_note, choose_topology, gpu_note, nodes_note
 
 Progress = Callable[[int, int, str], None]  # (files read, files in all, the file just read)
 
@@ -62,7 +62,7 @@ def _analyze(files: list[Path], topology: str | None, progress: Progress | None)
             if model is None:
                 chosen = choose_topology(topology, meta.devices, meta.distributed.get("world_size"))
                 model = Model(chosen.topology)
-                roof_notes.append(gpu_note(chosen, meta.devices, topology))
+                roof_notes += [nodes_note(chosen, topology), gpu_note(chosen, meta.devices, topology)]
             rank_rows(trace, meta.rank, model, meta.default_group, unsized, columns)
         del trace
         if progress is not None:

@@ -193,6 +193,8 @@ class RankTrace:
 def _raw(path: Path) -> bytes:
     try:
         data = path.read_bytes()
+        if path.name.endswith(".gz") and data[:2] != b"\x1f\x8b":
+            raise TraceFileError(f"{path}: named .gz but not gzip (no gzip header)")
         return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
     except (OSError, EOFError, gzip.BadGzipFile) as e:
         raise TraceFileError(f"{path}: cannot be read ({e})") from None

@@ -67,6 +67,11 @@ def choose_topology(given: str | None, devices: list[dict], world: int | None) -
         raise ValueError("the traces hold no deviceProperties to match a preset: give --topology NAME|FILE")
     gpu = devices[0].get("name")
     sms = devices[0].get("numSms")
+    if not isinstance(sms, int) or isinstance(sms, bool):
+        raise ValueError(
+            f"the traces' deviceProperties numSms is {sms!r} ({type(sms).__name__}), not a whole number: the field's "
+            "type is wrong; give --topology NAME|FILE"
+        )
     matches = [preset(n) for n in PRESETS]
     matches = [t for t in matches if t.gpu.name == gpu and t.gpu.sm_count == sms]
     if not matches:
@@ -177,6 +182,13 @@ def above_roof_note(fraction: pd.Series) -> str | None:
         f"{len(above)} kernels above their roof (up to {above.max():.0%}): the topology is not this machine's, or "
         "the trace's sizes are wrong"
     )
+
+
+def nodes_note(chosen: Chosen, given: str | None) -> str | None:
+    """The note where --topology was joined into other nodes than it named, to hold the job's ranks."""
+    if given is None or chosen.name == given:
+        return None
+    return f"--topology {given} holds fewer GPUs than the job's ranks: taken as {chosen.name}"
 
 
 def gpu_note(chosen: Chosen, devices: list[dict], given: str | None) -> str | None:
