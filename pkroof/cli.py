@@ -395,7 +395,7 @@ def trace_cmd(
 ) -> None:
     """Bound every GPU kernel of a job's profiler traces (one file per rank), match its collectives across ranks,
     break each step into compute, communication, exposed communication and idle, and rank what to hand-tune first."""
-    from pkroof.runs import analyze_traces, to_dict
+    from pkroof.runs import analyze_traces
     from pkroof.show_trace import progress_bar, trace_text
 
     try:
@@ -409,7 +409,14 @@ def trace_cmd(
         _fail(str(e))
     except OSError as e:
         _fail(f"{e.filename or out}: {e.strerror or e}")
-    _echo(strict_json(to_dict(result)) if as_json else trace_text(result, wrote=out))
+    if as_json:  # written as it is made: a job's million kernels never held as Python objects (docs/trace.md)
+        from pkroof.trace_out import write_json
+
+        sys.stdout.flush()
+        write_json(result, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+    else:
+        _echo(trace_text(result, wrote=out))
 
 
 @app.command("bound")

@@ -18,7 +18,7 @@ from .kernels import empty_columns, kernels_frame, rank_rows
 from .ranks import collectives_frame, steps_frame
 from .read import find_files, read_rank
 from .result import TraceResult
-from .roofs import Chosen, Model, choose_topology
+from .roofs import Chosen, Model, above_roof_note, choose_topology, gpu_note, nodes_note
 
 Progress = Callable[[int, int, str], None]  # (files read, files in all, the file just read)
 
@@ -54,6 +54,7 @@ def _analyze(files: list[Path], topology: str | None, progress: Progress | None)
     model: Model | None = None
     unsized: Counter = Counter()
     columns = empty_columns()
+    roof_notes: list[str | None] = []
     for i, path in enumerate(files):
         trace = read_rank(path)
         meta = check.add(trace)
@@ -61,7 +62,8 @@ def _analyze(files: list[Path], topology: str | None, progress: Progress | None)
             if model is None:
                 chosen = choose_topology(topology, meta.devices, meta.distributed.get("world_size"))
                 model = Model(chosen.topology)
-            rank_rows(trace, model, meta.default_group, unsized, columns)
+                roof_notes += [nodes_note(chosen, topology), gpu_note(chosen, meta.devices, topology)]
+            rank_rows(trace, meta.rank, model, meta.default_group, unsized, columns)
         del trace
         if progress is not None:
             progress(i + 1, len(files), str(path))
@@ -69,6 +71,7 @@ def _analyze(files: list[Path], topology: str | None, progress: Progress | None)
     assert chosen is not None and model is not None  # finish() refuses a job without GPU kernels
     kernels = kernels_frame(columns)
     collectives, matching = collectives_frame(kernels)
+    roof_notes.append(above_roof_note(kernels["fraction_of_roof"]))
     result = TraceResult(
         kernels=kernels,
         collectives=collectives,
@@ -78,7 +81,7 @@ def _analyze(files: list[Path], topology: str | None, progress: Progress | None)
         topology_reason=chosen.reason,
         ranks=ranks,
         world_size=world,
-        notes=notes + matching,
+        notes=notes + [n for n in roof_notes if n] + matching,
         unsized=dict(unsized.most_common()),
         files=[str(f) for f in files],
         model=chosen.topology,

@@ -26,12 +26,15 @@ _GEMM_HELPER_NAME = re.compile(r"epilogue|splitKreduce|reduce_splitk|ReduceSplit
 # cuBLAS/cuBLASLt (sm90_xmma_gemm, ampere_sgemm, gemv, nvjet), CUTLASS GEMMs, Triton's and Inductor's matmul templates
 _GEMM_NAME = re.compile(r"(?<!fb)gemm|gemv|nvjet|(?:^|_)mm_|triton_tem_fused_.*mm|matmul|cutlass.*tensorop", re.I)
 # convolutions (cuDNN's implicit GEMMs among them): "other", FLOPs not counted
-_CONV_NAME = re.compile(r"implicit_gemm|fprop|dgrad|wgrad|conv(?!ert)", re.I)
+_CONV_NAME = re.compile(r"implicit_?gemm|fprop|dgrad|wgrad|conv(?!ert)", re.I)
+# a convolution operator (aten::convolution, aten::cudnn_convolution, aten::convolution_backward, aten::conv2d):
+# the GEMM-named kernels it launches are its implicit GEMMs, convolutions ("other")
+_CONV_OP = re.compile(r"conv(?!ert)", re.I)
 _ATTENTION_NAME = re.compile(r"flash|fmha|attention|attn|sdpa|_mha_", re.I)
 _MEMORY_NAME = re.compile(
     r"elementwise|vectorized|unrolled|reduce_kernel|reduction|CatArray|copy|fill|index|scatter|gather|softmax|"
     r"norm|triton_(?:poi|red|per)_|transpose|nchwTo|nhwcTo|embedding|dropout|cumsum|sort|topk|cub::|scan|"
-    r"multi_tensor_apply|Moments|GammaBeta|permute",
+    r"multi_tensor_apply|Moments|GammaBeta|permute|bn_fw_|bn_bw_",
     re.I,
 )
 GEMM_OPS = frozenset(
@@ -130,24 +133,28 @@ def category_of(kernel: Kernel, op: str | None) -> str:
     no known family)."""
     if kernel.kind != "kernel":
         return kernel.kind
-    return _category_of_name(kernel.name, op in GEMM_OPS)
+    launcher = "gemm" if op in GEMM_OPS else "conv" if op is not None and _CONV_OP.search(op) else None
+    return _category_of_name(kernel.name, launcher)
 
 
 @functools.lru_cache(maxsize=1 << 16)  # a job repeats a few hundred kernel names millions of times
-def _category_of_name(name: str, gemm_op: bool) -> str:
+def _category_of_name(name: str, launcher: str | None) -> str:
+    """`launcher`: "gemm" for a matmul operator, "conv" for a convolution operator, else None. A convolution (by its
+    kernel's name, or a GEMM-named kernel a convolution operator launched) is "other", before the memory-bound
+    helpers whose names a mangled convolution's template arguments may hold (an epilogue)."""
     if _COMM_NAME.match(name):
         return "communication"
     if _ATTENTION_NAME.search(name):
         return "attention"
-    if _GEMM_HELPER_NAME.search(name):
-        return "memory"
     if _CONV_NAME.search(name):
         return "other"
+    if _GEMM_HELPER_NAME.search(name):
+        return "memory"
     if _GEMM_NAME.search(name):
-        return "gemm"
+        return "other" if launcher == "conv" else "gemm"
     if _MEMORY_NAME.search(name):
         return "memory"
-    if gemm_op:  # a kernel named by none of the families, launched by a matmul operator
+    if launcher == "gemm":  # a kernel named by none of the families, launched by a matmul operator
         return "gemm"
     return "other"
 
@@ -291,6 +298,7 @@ class GemmSize:
     batch: float = math.nan
     dtype: str | None = None
     unsized: str | None = None
+    operands: tuple[int, int] = (1, 1)  # how many A and B matrices the batch reads (a broadcast one: 1)
 
 
 def _shape(dims: list, i: int) -> list[int] | None:
@@ -298,8 +306,15 @@ def _shape(dims: list, i: int) -> list[int] | None:
     return d if isinstance(d, list) and d and all(isinstance(x, int) for x in d) else None
 
 
-def _mnk(name: str, dims: list) -> tuple[int, int, int, int] | None:
-    """(batch, m, n, k) from the operator's Input Dims."""
+def _mnk(name: str, dims: list) -> tuple[int, int, int, int, int, int] | None:
+    """(batch, m, n, k, A's batch, B's batch) from the operator's Input Dims."""
+    found = _mnk_of(name, dims)
+    if found is None or len(found) == 6:
+        return found
+    return (*found, 1, 1)
+
+
+def _mnk_of(name: str, dims: list) -> tuple[int, ...] | None:
     if name in ("aten::mm", "aten::_scaled_mm"):
         a, b = _shape(dims, 0), _shape(dims, 1)
         return (1, a[0], b[1], a[1]) if a and b and len(a) == 2 and len(b) == 2 else None
@@ -309,7 +324,7 @@ def _mnk(name: str, dims: list) -> tuple[int, int, int, int] | None:
     if name in ("aten::bmm", "aten::baddbmm"):
         off = 1 if name == "aten::baddbmm" else 0
         a, b = _shape(dims, off), _shape(dims, off + 1)
-        return (a[0], a[1], b[2], a[2]) if a and b and len(a) == 3 and len(b) == 3 else None
+        return (a[0], a[1], b[2], a[2], a[0], b[0]) if a and b and len(a) == 3 and len(b) == 3 else None
     if name == "aten::linear":  # x[..., K] · w[N, K]ᵀ
         x, w = _shape(dims, 0), _shape(dims, 1)
         return (1, math.prod(x[:-1]), w[0], x[-1]) if x and w and len(w) == 2 else None
@@ -320,7 +335,8 @@ def _mnk(name: str, dims: list) -> tuple[int, int, int, int] | None:
         lead_a, lead_b = a[:-2], b[:-2]
         width = max(len(lead_a), len(lead_b))
         lead_a, lead_b = [1] * (width - len(lead_a)) + lead_a, [1] * (width - len(lead_b)) + lead_b
-        return (math.prod(max(x, y) for x, y in zip(lead_a, lead_b, strict=True)), a[-2], b[-1], a[-1])
+        batch = math.prod(max(x, y) for x, y in zip(lead_a, lead_b, strict=True))
+        return (batch, a[-2], b[-1], a[-1], math.prod(lead_a), math.prod(lead_b))
     return None
 
 
@@ -336,7 +352,7 @@ def size_gemm(op: Op | None, graph: bool, gemm_kernels_of_op: int) -> GemmSize:
     mnk = _mnk(op.name, op.input_dims)
     if mnk is None:
         return GemmSize(unsized=f"{op.name}: Input Dims not the shapes of a matmul")
-    batch, m, n, k = mnk
+    batch, m, n, k, a_batch, b_batch = mnk
     at = {"aten::addmm": 1, "aten::baddbmm": 1}.get(op.name, 0)
     types = op.input_type or []
     dt = dtype_of(types[at]) if len(types) > at else None
@@ -344,4 +360,4 @@ def size_gemm(op: Op | None, graph: bool, gemm_kernels_of_op: int) -> GemmSize:
         return GemmSize(m=m, n=n, k=k, batch=batch, unsized=f"{op.name} launched {gemm_kernels_of_op} GEMM kernels")
     if dt is None:
         return GemmSize(m=m, n=n, k=k, batch=batch, unsized=f"{op.name}: no dtype recorded")
-    return GemmSize(2.0 * batch * m * n * k, m, n, k, batch, dt[0])
+    return GemmSize(2.0 * batch * m * n * k, m, n, k, batch, dt[0], operands=(a_batch, b_batch))

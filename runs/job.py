@@ -53,8 +53,10 @@ class RankMeta:
 
 
 def _rocm(t: RankTrace) -> bool:
+    """An AMD device, a Tensile (Cijk_) kernel or a HIP runtime call."""
     names = [str(d.get("name", "")) for d in t.devices]
-    return any(word in name for name in names for word in _AMD) or any(k.name.startswith("Cijk_") for k in t.kernels)
+    amd = any(word in name for name in names for word in _AMD)
+    return amd or t.hip or any(k.name.startswith("Cijk_") for k in t.kernels)
 
 
 def _same_job(first: RankMeta, other: RankMeta) -> None:
@@ -84,7 +86,7 @@ class JobCheck:
         """`t`'s rank and what it says about the job, or a ValueError of one line: a ROCm trace, ranks of
         different jobs, one rank twice, a rank no file name or distributedInfo gives."""
         if _rocm(t):
-            name = t.devices[0].get("name") if t.devices else "ROCm kernels"
+            name = t.devices[0].get("name") if t.devices else "HIP calls" if t.hip else "ROCm kernels"
             raise ValueError(f"{t.path}: a ROCm trace ({name}): pkroof trace reads NVIDIA (CUDA, NCCL) traces only")
         rank = t.rank if t.rank is not None else rank_from_name(t.path)
         if rank is None and self.num_files == 1:
@@ -97,6 +99,10 @@ class JobCheck:
         if rank in self.metas:
             first = self.metas[rank].path
             raise ValueError(f"ranks from different jobs, or one file twice: {first} and {t.path} are rank {rank}")
+        if t.dropped:
+            self.notes.append(
+                f"{t.path}: {t.dropped} events dropped: no or a non-finite time, or a duration negative or over a day"
+            )
         meta = RankMeta(t.path, rank, t.distributed, t.devices, len(t.kernels))
         if self.metas:
             _same_job(next(iter(self.metas.values())), meta)

@@ -105,9 +105,15 @@ def _by_external_id(t: RankTrace) -> dict[int, Op]:
 
 
 def rank_rows(
-    t: RankTrace, model: Model, default_group: tuple[str, int] | None, unsized: Counter, columns: dict[str, list]
+    t: RankTrace,
+    rank: int,
+    model: Model,
+    default_group: tuple[str, int] | None,
+    unsized: Counter,
+    columns: dict[str, list],
 ) -> None:
-    """One rank's kernels bounded on `model`, appended to `columns` (COLUMNS → a list each: a job's millions of
+    """One rank's kernels (`rank`: the rank the job check gave the file: distributedInfo's, else its name's) bounded
+    on `model`, appended to `columns` (COLUMNS → a list each: a job's millions of
     kernels held as columns, not as a dict each); every reason a kernel was not sized counted in `unsized`."""
     contexts = _contexts(t)
     by_ext: dict[int, Op] | None = None  # built only if a launch lies outside every operator
@@ -127,7 +133,7 @@ def rank_rows(
             if k.external_id in by_ext:
                 ctx = _Context(by_ext[k.external_id], *_fallback(by_ext[k.external_id]))
         graph = launch is not None and launch.graph
-        row = _row(t.rank, k, ctx, _step_of(t.steps, starts, launch.ts_us if launch else None))
+        row = _row(rank, k, ctx, _step_of(t.steps, starts, launch.ts_us if launch else None))
         if row["category"] == "communication":
             _communication(row, k, ctx, default_group, graph, model, gpn, seqs)
         elif row["category"] == "gemm":
@@ -223,7 +229,7 @@ def _gemm(row: dict, ctx: _Context, graph: bool, kernels_of_op: int, model: Mode
     if size.unsized is not None:
         return
     row["flops"] = size.flops
-    roof = model.gemm_roof(int(size.m), int(size.n), int(size.k), int(size.batch), size.dtype)
+    roof = model.gemm_roof(int(size.m), int(size.n), int(size.k), int(size.batch), size.dtype, size.operands)
     if roof.unsized is not None:
         row["unsized"] = roof.unsized
         return

@@ -122,6 +122,7 @@ def communication(kernels: pd.DataFrame, collectives: pd.DataFrame | None, topol
         joined = comm[["group", "seq"]].merge(keys, on=["group", "seq"], how="left")
         last = joined["start_us_last"].to_numpy(float)
     comm["t0_us"] = np.fmax(comm["start_us"].to_numpy(float), last)  # fmax: NaN (unmatched) takes the start
+    comm["matched"] = ~np.isnan(last)  # unmatched (a rank missing, say): the wait is not split from the transfer
     comm["transfer_us"] = (comm["t1_us"] - comm["t0_us"]).clip(lower=0.0)
     sized = comm["group_size"].notna()
     comm["per_node"] = pd.Series(pd.NA, index=comm.index, dtype="Int64")
@@ -182,8 +183,13 @@ def _far_below_roof(comm: pd.DataFrame, topology: Topology, far: float, skipped:
         what = (
             f"{NAMES.get(collective, collective)} of {fmt_bytes(size)} {dtype or ''} over {int(group)} ranks at "
             f"{g['fraction_of_roof'].median():.0%} of its roof (median of {len(g)}): {a.mechanism} + {a.schedule} "
-            f"predicted {fmt_s(a.t_s)} against {fmt_s(g['transfer_us'].median() * 1e-6)} measured after the last "
-            "rank arrived"
+            f"predicted {fmt_s(a.t_s)} against {fmt_s(g['transfer_us'].median() * 1e-6)} measured "
+            + (
+                "after the last rank arrived"
+                if g["matched"].all()
+                else "in full (not matched across ranks, a rank missing, say: the wait for the last rank cannot be "
+                "split from the transfer, so this may be waiting, and the saving is at most this)"
+            )
         )
         ranks = set(g["rank"])
         rows.append(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import glob
 import gzip
+import math
 import re
 import sys
 from collections.abc import Callable, Iterable
@@ -40,7 +41,7 @@ class _Event(msgspec.Struct):
     ph: str = ""
     cat: str = ""
     name: str = ""
-    ts: float = 0.0
+    ts: float = math.nan  # missing: the event is dropped (with a note), never placed at time 0
     dur: float = 0.0
     pid: int | str = 0
     tid: int | str = 0
@@ -92,7 +93,7 @@ _LAUNCH = msgspec.json.Decoder(_LaunchArgs)
 _OP = msgspec.json.Decoder(_OpArgs)
 
 
-class TraceError(ValueError):
+class TraceFileError(ValueError):
     """A file that is not a usable trace: one line naming the file and why."""
 
 
@@ -151,7 +152,7 @@ class Op:
             try:
                 self._args = _OP.decode(self._raw) if self._raw is not None else _OpArgs()
             except (msgspec.ValidationError, msgspec.DecodeError) as e:
-                raise TraceError(f"operator {self.name!r} has arguments pkroof cannot read ({e})") from None
+                raise TraceFileError(f"operator {self.name!r} has arguments pkroof cannot read ({e})") from None
             self._raw = None
         return self._args
 
@@ -185,25 +186,29 @@ class RankTrace:
     launches: dict[int, Launch] = field(default_factory=dict)  # by correlation id
     ops: list[Op] = field(default_factory=list)
     steps: list[tuple[int, float, float]] = field(default_factory=list)  # (N, start_us, end_us), by start
+    hip: bool = False  # a HIP runtime call (hipLaunchKernel, hipExtModuleLaunchKernel, …): a ROCm trace
+    dropped: int = 0  # events with a missing or non-finite time, or a duration negative or over a day
 
 
 def _raw(path: Path) -> bytes:
     try:
         data = path.read_bytes()
+        if path.name.endswith(".gz") and data[:2] != b"\x1f\x8b":
+            raise TraceFileError(f"{path}: named .gz but not gzip (no gzip header)")
         return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
     except (OSError, EOFError, gzip.BadGzipFile) as e:
-        raise TraceError(f"{path}: cannot be read ({e})") from None
+        raise TraceFileError(f"{path}: cannot be read ({e})") from None
 
 
 def _decode(path: Path) -> _File:
     try:
         doc = _FILE.decode(_raw(path))
     except msgspec.ValidationError as e:
-        raise TraceError(f"{path}: not a Chrome trace of torch.profiler ({e})") from None
+        raise TraceFileError(f"{path}: not a Chrome trace of torch.profiler ({e})") from None
     except msgspec.DecodeError as e:
-        raise TraceError(f"{path}: not valid JSON, or truncated ({e})") from None
+        raise TraceFileError(f"{path}: not valid JSON, or truncated ({e})") from None
     if doc.traceEvents is None:
-        raise TraceError(f"{path}: not a Chrome trace of torch.profiler (no traceEvents)")
+        raise TraceFileError(f"{path}: not a Chrome trace of torch.profiler (no traceEvents)")
     return doc
 
 
@@ -211,7 +216,9 @@ def _args(decoder: msgspec.json.Decoder, event: _Event, path: Path) -> Any:
     try:
         return decoder.decode(event.args)
     except (msgspec.ValidationError, msgspec.DecodeError) as e:
-        raise TraceError(f"{path}: {event.cat} event {event.name!r} has arguments pkroof cannot read ({e})") from None
+        raise TraceFileError(
+            f"{path}: {event.cat} event {event.name!r} has arguments pkroof cannot read ({e})"
+        ) from None
 
 
 def _comm(args: _CommArgs) -> _CommArgs | None:
@@ -227,17 +234,42 @@ def _int(value: int | str) -> int:
     return int(digits[-1]) if digits else -1
 
 
+_DAY_US = 86_400e6
+
+
+def _corrupt(e: _Event) -> bool:
+    """An event whose time no profiler writes: no or a non-finite `ts`, a `dur` negative, non-finite or over a day."""
+    return not (math.isfinite(e.ts) and 0 <= e.dur <= _DAY_US)
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _rank(path: Path, dist: dict[str, Any]) -> int | None:
+    """distributedInfo's rank, None where it gives none; a TraceFileError of one line for one that is not a rank."""
+    rank = dist.get("rank")
+    if rank is not None and (not _whole(rank) or rank < 0):
+        raise TraceFileError(f"{path}: distributedInfo rank {rank!r} is not a rank (a whole number from 0)")
+    world = dist.get("world_size")
+    if world is not None and (not _whole(world) or world < 1):
+        raise TraceFileError(f"{path}: distributedInfo world size {world!r} is invalid (a whole number from 1)")
+    return rank
+
+
 def read_rank(path: str | Path) -> RankTrace:
-    """One file: the kernels, their launches, the operators and the steps. A TraceError of one line for a file that
+    """One file: the kernels, their launches, the operators and the steps. A TraceFileError of one line for a file that
     is not JSON, is truncated, or is not a Chrome trace."""
     path = Path(path)
     doc = _decode(path)
     dist = doc.distributedInfo or {}
-    rank = dist.get("rank")
-    out = RankTrace(str(path), rank if isinstance(rank, int) else None, dist, list(doc.deviceProperties or []))
+    out = RankTrace(str(path), _rank(path, dist), dist, list(doc.deviceProperties or []))
     wanted: list[_Event] = []
     for e in doc.traceEvents:
         if e.ph != "X":
+            continue
+        if _corrupt(e):
+            out.dropped += 1
             continue
         cat = e.cat.lower()
         kind = GPU_CATEGORIES.get(cat)
@@ -249,6 +281,7 @@ def read_rank(path: str | Path) -> RankTrace:
             out.kernels.append(k)
         elif cat in LAUNCH_CATEGORIES:
             wanted.append(e)
+            out.hip = out.hip or e.name.startswith("hip")
         elif cat in OP_CATEGORIES:
             m = _STEP.match(e.name)
             if m:

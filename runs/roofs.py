@@ -9,11 +9,14 @@ repeats the same few collectives and GEMMs thousands of times.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from pkroof.rooflines import Collective, Mechanism, Schedule, System, bus_bandwidth_factor
+import pandas as pd
+
+from pkroof.rooflines import DTYPE_BYTES, Collective, Mechanism, Schedule, System, Workload, bus_bandwidth_factor
 from pkroof.rooflines.analyze import Analysis, analyze
 from pkroof.rooflines.builders import collective, gemm
 from pkroof.topology import PRESETS, Topology, preset, resolve
@@ -64,6 +67,11 @@ def choose_topology(given: str | None, devices: list[dict], world: int | None) -
         raise ValueError("the traces hold no deviceProperties to match a preset: give --topology NAME|FILE")
     gpu = devices[0].get("name")
     sms = devices[0].get("numSms")
+    if not isinstance(sms, int) or isinstance(sms, bool):
+        raise ValueError(
+            f"the traces' deviceProperties numSms is {sms!r} ({type(sms).__name__}), not a whole number: the field's "
+            "type is wrong; give --topology NAME|FILE"
+        )
     matches = [preset(n) for n in PRESETS]
     matches = [t for t in matches if t.gpu.name == gpu and t.gpu.sm_count == sms]
     if not matches:
@@ -133,14 +141,15 @@ class Model:
         nccl = a.bound.prediction(Mechanism.NCCL, Schedule.SERIAL)
         return Roof(a.bound.t_roof_s, nccl.t_s if nccl else math.nan, None, a)
 
-    def _gemm_roof(self, m: int, n: int, k: int, batch: int, dtype: str) -> Roof:
+    def _gemm_roof(self, m: int, n: int, k: int, batch: int, dtype: str, operands: tuple[int, int] = (1, 1)) -> Roof:
         """pkroof's bound of the GEMM alone at its dtype's peak (fp32 at TF32's, which cuBLAS may use for it) and its
-        HBM bytes once."""
+        HBM bytes once: a batch of `batch` GEMMs reads each of its `operands` (A's and B's count: a broadcast one is
+        read once) and writes every C."""
         roof_dtype = "tf32" if dtype == "fp32" and "tf32" in self.topology.gpu.peak_flops else dtype
         if roof_dtype not in self.topology.gpu.peak_flops:
             return Roof(unsized=f"{dtype}: {self.topology.name} has no {dtype} peak")
         try:
-            w = gemm(int(batch * m), int(n), int(k), roof_dtype)
+            w = _batched(gemm(int(batch * m), int(n), int(k), roof_dtype), m, n, k, batch, operands)
             a = analyze(w, self.topology.system())
         except ValueError as e:
             return Roof(unsized=f"not bounded: {e}")
@@ -150,3 +159,43 @@ class Model:
     def busbw_factor(kind: str, group_size: int) -> float:
         """nccl-tests' busbw / algbw (PERFORMANCE.md), from the model."""
         return bus_bandwidth_factor(KINDS[kind], 2 if KINDS[kind] is Collective.SEND_RECV else group_size)
+
+
+def _batched(w: Workload, m: int, n: int, k: int, batch: int, operands: tuple[int, int]) -> Workload:
+    """gemm(batch·m, n, k) with its HBM bytes those of `batch` GEMMs: A of `operands[0]`, B of `operands[1]`
+    matrices, every C once (gemm(batch·m, n, k) alone reads one B, as if the batch shared it)."""
+    if batch == 1:
+        return w
+    (op,) = w.compute
+    es = DTYPE_BYTES[w.dtype]
+    nbytes = es * (operands[0] * m * k + operands[1] * k * n + batch * m * n)
+    return dataclasses.replace(w, compute=(dataclasses.replace(op, hbm_bytes=nbytes),), hbm_bytes=nbytes)
+
+
+def above_roof_note(fraction: pd.Series) -> str | None:
+    """The note where measured kernels beat their roof (`fraction`: roof time over measured time). A roof is a
+    bound: such kernels are shown as measured, never clamped, and said here."""
+    above = fraction[fraction > 1]
+    if above.empty:
+        return None
+    return (
+        f"{len(above)} kernels above their roof (up to {above.max():.0%}): the topology is not this machine's, or "
+        "the trace's sizes are wrong"
+    )
+
+
+def nodes_note(chosen: Chosen, given: str | None) -> str | None:
+    """The note where --topology was joined into other nodes than it named, to hold the job's ranks."""
+    if given is None or chosen.name == given:
+        return None
+    return f"--topology {given} holds fewer GPUs than the job's ranks: taken as {chosen.name}"
+
+
+def gpu_note(chosen: Chosen, devices: list[dict], given: str | None) -> str | None:
+    """The note where --topology's GPU is not the one the traces' deviceProperties name."""
+    gpu = devices[0].get("name") if devices else None
+    if given is None or gpu is None or gpu == chosen.topology.gpu.name:
+        return None
+    return (
+        f"--topology {given} is for {chosen.topology.gpu.name}, but the traces ran on {gpu}: the roofs are that GPU's"
+    )

@@ -128,3 +128,16 @@ def test_no_such_file_is_one_line(tmp_path):
 def test_a_glob_matching_nothing_is_one_line(tmp_path):
     with pytest.raises(ValueError, match=r"rank\*.json: no file matches"):
         analyze_traces(str(tmp_path / "rank*.json"))
+
+
+@pytest.mark.parametrize("call", ["hipLaunchKernel", "hipExtModuleLaunchKernel"])
+def test_a_trace_of_hip_runtime_calls_is_a_rocm_trace_in_one_line(tmp_path, call):
+    # no AMD device name (no deviceProperties), no Cijk_ kernel: only the runtime call says ROCm
+    t = Synthetic(rank=0, world=1, device=None)
+    t.kernel("void at::native::vectorized_elementwise_kernel<4>", 10, 5, op="aten::add")
+    for e in t.doc["traceEvents"]:
+        if e["cat"] == "cuda_runtime":
+            e["name"] = call
+    with pytest.raises(ValueError, match=r"a ROCm trace \(HIP calls\): pkroof trace reads NVIDIA .* only") as e:
+        analyze_traces(t.write(tmp_path / "rank0.json"), topology="hgx-h100-8")
+    assert "\n" not in str(e.value)

@@ -42,6 +42,23 @@ def _op(name: str, dims: list, types: list) -> Op:
         ("triton_red_fused_native_layer_norm_0", None, "memory"),
         ("some_custom_kernel", "aten::mm", "gemm"),  # a name of no family, launched by a matmul
         ("some_custom_kernel", "aten::relu", "other"),
+        # a mangled cuDNN/CUTLASS convolution whose template arguments name an epilogue: a convolution, not memory
+        (
+            "void cutlass_cudnn_train::Kernel<_ZN19cutlass_cudnn_train4conv6kernel23ImplicitGemmConvolutionINS_4gemm"
+            "11threadblock15ImplicitGemmMultistageENS_8epilogue11threadblock8EpilogueE>(Params)",
+            "aten::cudnn_convolution",
+            "other",
+        ),
+        # a CUTLASS GEMM kernel a convolution operator launched is that convolution's implicit GEMM
+        (
+            "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_16x6_nn_align4>(Params)",
+            "aten::convolution_backward",
+            "other",
+        ),
+        ("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_16x6_nn_align4>(Params)", "aten::mm", "gemm"),
+        # cuDNN's batch norms are norms: memory
+        ("void cudnn::bn_fw_tr_1C11_singleread_spec<float, 512, true, 1, 2, 0>(cudnnTensorStruct)", None, "memory"),
+        ("void cudnn::bn_bw_1C11_singleread_spec<float, 512, true, 1, 2, 0>(cudnnTensorStruct)", None, "memory"),
     ],
 )
 def test_a_kernel_is_classified_by_its_name_and_operator(name, op, category):
