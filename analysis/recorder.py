@@ -89,10 +89,6 @@ class TraceError(ProblemError):
     """A problem could not be traced: its inputs or reference raised, or its CPU ranks died or hung; one line."""
 
 
-class InputChangedError(Exception):
-    """The reference wrote into one of its inputs (raised inside the trace; reported as a TraceError)."""
-
-
 def tensors_in(obj: Any) -> list[torch.Tensor]:
     """Every tensor in a nested structure, and the parameters and buffers of every module in it."""
     found = []
@@ -170,6 +166,7 @@ class Recorder(TorchDispatchMode):
     _open_p2p: int | None = None  # the point-to-point step still being issued
     _host: frozenset[int] = frozenset()  # collectives whose results the host has waited for
     inputs: set[int] = field(default_factory=set)  # ids of the inputs' base tensors (module parameters included)
+    wrote: dict[int, torch.Tensor] = field(default_factory=dict)  # the inputs' base tensors the reference wrote into
 
     def __post_init__(self) -> None:
         super().__init__()
@@ -208,18 +205,16 @@ class Recorder(TorchDispatchMode):
         collective issued from now on."""
         self._host |= self._reads(tensors, external=False)
 
-    def _check_writes(self, func: Any, args: tuple, kwargs: dict, name: str, comm: bool) -> None:
-        """A reference must not change its inputs (the profiler compares implementations on untouched ones)."""
+    def _note_writes(self, func: Any, args: tuple, kwargs: dict, name: str, comm: bool) -> None:
+        """The inputs this op writes into (an in-place all-reduce of the gradients it was given, in-place clipping):
+        the reference's output as much as what it returns, written to HBM once."""
         if comm:
             written = [] if (func.namespace != "c10d" or name in ("send", "isend")) else tree_flatten(args[0])[0]
         else:
             written = self._written(func, args, kwargs, None)
         for t in written:
             if isinstance(t, torch.Tensor) and id(_base(t)) in self.inputs:
-                raise InputChangedError(
-                    f"it changes one of its inputs ({func.namespace}.{name} writes into it): clone it first, as the "
-                    "profiler checks every implementation on inputs the reference left as they were"
-                )
+                self.wrote.setdefault(id(_base(t)), _base(t))
 
     def declare_read(self, tensors: list[torch.Tensor]) -> None:
         """Count these (the inputs, their modules' parameters) as read once, whether or not an op touches them."""
@@ -301,7 +296,7 @@ class Recorder(TorchDispatchMode):
         deps = self._reads(inputs, external=not comm)  # what collectives move crosses HBM in their own term
         if name == "_local_scalar_dense":  # .item(): the host waits for this value before it issues anything more
             self.host_waits(inputs)
-        self._check_writes(func, args, kwargs, name, comm)
+        self._note_writes(func, args, kwargs, name, comm)
         if comm:
             event = self._record(name, args, kwargs, deps)
             out = self._padded(func, name, args)
@@ -365,7 +360,9 @@ class Recorder(TorchDispatchMode):
                 f"{problem.path}: reference() returned {type(out).__name__}, no tensor: every rank returns its output "
                 "(a tensor or a tuple of them), which the profiler compares"
             )
-        hbm = sum(self.read.values()) + sum(map(tensor_bytes, tensors_in(out)))
+        returned = {id(_base(t)) for t in tensors_in(out)}
+        wrote = [t for i, t in self.wrote.items() if i not in returned]  # inputs written and not returned: once
+        hbm = sum(self.read.values()) + sum(map(tensor_bytes, tensors_in(out))) + sum(map(tensor_bytes, wrote))
         compute: tuple[ComputeOp, ...] = ()
         if self.flops:  # one op per peak the FLOPs are charged at, the main one (most FLOPs) first with the bytes
             main = max(self.flops, key=self.flops.__getitem__)
