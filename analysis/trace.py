@@ -12,7 +12,8 @@ torch.distributed (the c10d ops it sizes: c10d_ops.py; what stands in for GPUs a
   cores (cudnn's `allow_tf32`, on by default for convolutions; matmul precision "high" or "medium"), as read while the
   reference runs, is charged at the TF32 peak.
 - HBM bytes: every tensor the reference reads that it did not make — its inputs, the parameters and buffers of
-  modules among them, tensors it captured — once, and its outputs once.
+  modules among them, tensors it captured — once, and its outputs once (the inputs it writes into, as in-place code
+  does, among them).
 - Communication: every c10d op (collectives, point-to-point, functional collectives) with its bytes in nccl-tests'
   convention; where a rank's bytes are uneven (split sizes, unequal lists, point-to-point) this rank's own bytes to
   and from its peers. Point-to-point ops issued together (none waiting on another's data) are one step.
