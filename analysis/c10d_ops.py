@@ -32,7 +32,7 @@ def process_group(args: tuple, kwargs: dict) -> tuple[int, int] | None:
     for a in (*args, *kwargs.values()):
         if isinstance(a, str):
             try:
-                pg = torch.distributed.distributed_c10d._resolve_processprocess_group(a)
+                pg = torch.distributed.distributed_c10d._resolve_process_group(a)
             except Exception:  # a reduce op's name ("sum"), not a group
                 continue
             return pg.size(), pg.rank()

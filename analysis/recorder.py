@@ -24,7 +24,8 @@ from pkroof.analysis.catalogue import Problem, ProblemError
 from pkroof.rooflines import Collective, CommOp, ComputeOp, Workload
 from pkroof.rooflines.builders import GEMM_TILE_M, GEMM_TILE_N
 
-from .c10d_ops import COMM_NAMESPACES, IGNORED, P2P, collective_of, process_group, tensor_bytes
+from . import symm_mem_ops
+from .c10d_ops import COMM_NAMESPACES, IGNORED, P2P, Comm, collective_of, process_group, tensor_bytes
 
 DTYPE_NAMES = {
     torch.bfloat16: "bf16",
@@ -255,9 +256,39 @@ class Recorder(TorchDispatchMode):
         if comm is None:  # a communication op pkroof does not model: named, not silently left out
             self.uncounted[f"communication {name}"] += 1
             return None
+        return self._append(comm, n, deps)
+
+    def _append(self, comm: Comm, n: int, deps: frozenset[int]) -> int:
         self._open_p2p = None
         self.events.append(_Event(comm.kind, comm.size, n, comm.send, comm.recv, set(deps), bool(self.flops)))
         return len(self.events) - 1
+
+    def _symm_mem(self, func: Any, name: str, args: tuple, kwargs: dict, inputs: list[torch.Tensor]) -> Any:
+        """A symmetric-memory op, priced from its schema (symm_mem_ops.py); one it does not price is named."""
+        priced = symm_mem_ops.price(name, args, kwargs, self.world_size)
+        n, _ = process_group(args, kwargs) or (self.world_size, self.rank)
+        if priced is not None and n != self.world_size:
+            priced = symm_mem_ops.price(name, args, kwargs, n)
+        deps = self._reads(inputs, external=priced is not None and priced.flops > 0)  # a matmul reads its B
+        self._note_writes(func, args, kwargs, name, False)
+        event = None
+        flops_dtype = args[0].dtype if args and isinstance(args[0], torch.Tensor) else torch.float32
+        if priced is None and name not in symm_mem_ops.NO_DATA:
+            self.uncounted[f"communication symm_mem.{name}"] += 1
+        elif priced is not None:
+            if priced.compute_first:
+                self.flops[self._charged_at(torch.ops.aten.mm, flops_dtype)] += priced.flops
+            if priced.comm is not None:
+                event = self._append(priced.comm, n, deps | self._host)
+            elif priced.p2p is not None:
+                event = self._record("send" if priced.p2p == "send" else "recv_", (args[0],), {}, deps)
+            if priced.flops and not priced.compute_first:
+                self.flops[self._charged_at(torch.ops.aten.mm, flops_dtype)] += priced.flops
+        out = symm_mem_ops.run(func, args, kwargs)
+        after = deps | {event} if event is not None else deps
+        for t in self._written(func, args, kwargs, out):
+            self._mark(t, after)
+        return out
 
     def _padded(self, func: Any, name: str, args: tuple) -> Any:
         """An all-gather or all-to-all of unequal lists, which gloo refuses and NCCL runs: run padded to equal sizes,
@@ -292,6 +323,8 @@ class Recorder(TorchDispatchMode):
             return NotImplemented
         if any(isinstance(t, FakeTensor) for t in inputs):  # shapes worked out (DTensor's sharding propagation)
             return func(*args, **kwargs)
+        if func.namespace == "symm_mem":
+            return self._symm_mem(func, name, args, kwargs, inputs)
         comm = func.namespace in COMM_NAMESPACES and name not in IGNORED
         deps = self._reads(inputs, external=not comm)  # what collectives move crosses HBM in their own term
         if name == "_local_scalar_dense":  # .item(): the host waits for this value before it issues anything more
