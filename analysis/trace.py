@@ -15,8 +15,8 @@ torch.distributed (the c10d ops it sizes: c10d_ops.py; what stands in for GPUs a
   modules among them, tensors it captured — once, and its outputs once (the inputs it writes into, as in-place code
   does, among them).
 - Communication: every c10d op (collectives, point-to-point, functional collectives, torch's symmetric-memory ops:
-  symm_mem_ops.py) with its bytes in nccl-tests' convention; where a rank's bytes are uneven (split sizes, unequal lists, point-to-point) this rank's own bytes to
-  and from its peers. Point-to-point ops issued together (none waiting on another's data) are one step.
+  symm_mem_ops.py) with its bytes in nccl-tests' convention; where a rank's bytes are uneven (split sizes, unequal
+  lists, point-to-point) this rank's own bytes to and from its peers. Point-to-point ops issued together (none waiting on another's data) are one step.
 - Data flow: which collectives each collective's data depends on, through any compute: the latency term is the
   longest such chain, so ops issued together or on independent data overlap.
 

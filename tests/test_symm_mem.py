@@ -24,7 +24,8 @@ import torch.distributed._symmetric_memory  # noqa: F401
 
 
 def inputs(rank, world_size, *, seed, device, m=64, k=128, n=256):
-    return torch.empty(m, k, device=device, dtype=torch.bfloat16), torch.empty(k, n, device=device, dtype=torch.bfloat16)
+    bf16 = torch.bfloat16
+    return torch.empty(m, k, device=device, dtype=bf16), torch.empty(k, n, device=device, dtype=bf16)
 
 
 """
