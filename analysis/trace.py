@@ -16,7 +16,8 @@ torch.distributed (the c10d ops it sizes: c10d_ops.py; what stands in for GPUs a
   does, among them).
 - Communication: every c10d op (collectives, point-to-point, functional collectives, torch's symmetric-memory ops:
   symm_mem_ops.py) with its bytes in nccl-tests' convention; where a rank's bytes are uneven (split sizes, unequal
-  lists, point-to-point) this rank's own bytes to and from its peers. Point-to-point ops issued together (none waiting on another's data) are one step.
+  lists, point-to-point) this rank's own bytes to and from its peers. Point-to-point ops issued together (none
+  waiting on another's data) are one step.
 - Data flow: which collectives each collective's data depends on, through any compute: the latency term is the
   longest such chain, so ops issued together or on independent data overlap.
 
