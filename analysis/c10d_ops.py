@@ -100,18 +100,21 @@ def collective_of(name: str, args: tuple, n: int, r: int) -> Comm | None:
             return Comm(Collective.ALL_GATHER, sum(map(tensor_bytes, tree_flatten(args[0])[0])))
         case "all_gather_into_tensor" | "all_gather_into_tensor_coalesced":
             return Comm(Collective.ALL_GATHER, n * sum(map(tensor_bytes, tree_flatten(args[0])[0])))
-        case "allgather_":  # (output lists, inputs): unequal lists are a rank sending its own to each peer
+        case "allgather_":  # (output lists, inputs): unequal lists. A rank receives every other rank's block and
+            # sends its own at least once (NCCL runs one broadcast per rank: rings forward the rest, so the busiest
+            # rank's link carries less than sending its own to each peer would)
             outs = _list_bytes(args[0][0])
             own = tensor_bytes(args[1][0])
-            return _uneven(Collective.ALL_GATHER, sum(outs), (n - 1) * own, sum(outs) - outs[r], len(set(outs)) == 1)
+            return _uneven(Collective.ALL_GATHER, sum(outs), own, sum(outs) - outs[r], len(set(outs)) == 1)
         case "_reduce_scatter_base_" | "reduce_scatter_tensor_coalesced_":
             return Comm(Collective.REDUCE_SCATTER, sum(map(tensor_bytes, tree_flatten(args[1])[0])))
         case "reduce_scatter_tensor" | "reduce_scatter_tensor_coalesced":
             return Comm(Collective.REDUCE_SCATTER, sum(map(tensor_bytes, tree_flatten(args[0])[0])))
-        case "reduce_scatter_":  # (outputs, input lists)
+        case "reduce_scatter_":  # (outputs, input lists): unequal lists. A rank sends its part of every other
+            # rank's block and receives its own block, reduced, at least once (NCCL: one reduce per rank, in rings)
             ins = _list_bytes(args[1][0])
             out = tensor_bytes(args[0][0])
-            return _uneven(Collective.REDUCE_SCATTER, sum(ins), sum(ins) - ins[r], (n - 1) * out, len(set(ins)) == 1)
+            return _uneven(Collective.REDUCE_SCATTER, sum(ins), sum(ins) - ins[r], out, len(set(ins)) == 1)
         case "alltoall_base_" | "all_to_all_single":
             return _all_to_all_single(name, args, n, r)
         case "alltoall_":  # (output list, input list)
