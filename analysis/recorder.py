@@ -26,6 +26,7 @@ from pkroof.rooflines.builders import GEMM_TILE_M, GEMM_TILE_N
 
 from . import symm_mem_ops
 from .c10d_ops import COMM_NAMESPACES, IGNORED, P2P, Comm, collective_of, process_group, tensor_bytes
+from .causal import CausalAttention
 
 DTYPE_NAMES = {
     torch.bfloat16: "bf16",
@@ -172,13 +173,25 @@ class Recorder(TorchDispatchMode):
     def __post_init__(self) -> None:
         super().__init__()
 
+    _quiet: int = 0  # inside a causal attention charged as a whole (causal.py): its own matmuls count nothing
+
     def __enter__(self) -> Recorder:
         RECORDING.append(self)
+        self._causal = CausalAttention(self._charge_causal, self._hush)
+        self._causal.__enter__()
         return super().__enter__()
 
     def __exit__(self, *exc: object) -> None:
         RECORDING.remove(self)
+        self._causal.__exit__(*exc)
         return super().__exit__(*exc)
+
+    def _charge_causal(self, flops: float, dtype: torch.dtype) -> None:
+        if not self._quiet:
+            self.flops[self._charged_at(torch.ops.aten.bmm, dtype)] += flops
+
+    def _hush(self, step: int) -> None:
+        self._quiet += step
 
     # --- tensors made here, and the collectives their data depends on
     def _deps(self, t: torch.Tensor) -> frozenset[int] | None:
@@ -361,6 +374,8 @@ class Recorder(TorchDispatchMode):
     def _count(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
         packet = func._overloadpacket
         dtype = next((a.dtype for a in args if isinstance(a, torch.Tensor)), torch.float32)
+        if self._quiet:
+            return
         if packet in flop_registry or packet in _FFTS or packet is _SDPA_CPU:
             if packet in _FFTS:
                 flops = _fft_flops(packet, args, out)

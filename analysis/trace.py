@@ -4,9 +4,10 @@ flow between its collectives.
 One dispatch mode (recorder.py's Recorder) sees every op a reference runs, however the problem file imported
 torch.distributed (the c10d ops it sizes: c10d_ops.py; what stands in for GPUs and a process group: trace_shims.py):
 
-- FLOPs: torch's FLOP formulas (matmuls, convolutions, attention), plus FFTs at 5·N·log2 N per complex transform of
-  N points and 2.5·N·log2 N per real one (the usual radix-2 count); an op that does more than O(1) work per element
-  but has no formula (linear algebra, say) is named in Workload.uncounted, not silently counted as zero.
+- FLOPs: torch's FLOP formulas (matmuls, convolutions, attention; causal attention at the pairs its mask keeps:
+  causal.py), plus FFTs at 5·N·log2 N per complex transform of N points and 2.5·N·log2 N per real one (the usual
+  radix-2 count); an op that does more than O(1) work per element but has no formula (linear algebra, say) is named
+  in Workload.uncounted, not silently counted as zero.
 - The rate they run at: FLOPs are charged at the problem's dtype wherever the op computes at least as wide (an upcast
   is the reference's accuracy, not the problem's math); an fp32 convolution or matmul that torch runs on TF32 tensor
   cores (cudnn's `allow_tf32`, on by default for convolutions; matmul precision "high" or "medium"), as read while the
