@@ -48,6 +48,8 @@ _CONVOLUTIONS = {p for p in flop_registry if "conv" in str(p)}
 _SDPA_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
 # ops that do more than O(1) arithmetic per element, by a word of their name: without a formula they are named, not
 # counted as zero ("gelu" or "detach" hold no such word; "linalg_solve_ex" holds two)
+# a vector norm is a multiply and an add per element (ord 2), like a sum: no FLOP term of its own, nothing missed
+_PER_ELEMENT = {torch.ops.aten.linalg_vector_norm}
 _HEAVY = frozenset(
     [
         "conv",
@@ -389,7 +391,7 @@ class Recorder(TorchDispatchMode):
                 batch = math.prod(out.shape[:-2])
                 tiles = batch * math.ceil(out.shape[-2] / GEMM_TILE_M) * math.ceil(out.shape[-1] / GEMM_TILE_N)
                 self.tiles = max(self.tiles, tiles)
-        elif func.namespace == "aten" and _HEAVY & set(packet.__name__.split("_")):
+        elif func.namespace == "aten" and _HEAVY & set(packet.__name__.split("_")) and packet not in _PER_ELEMENT:
             self.uncounted[f"aten.{packet.__name__}"] += 1
 
     def _charged_at(self, packet: Any, dtype: torch.dtype) -> str:
