@@ -32,7 +32,7 @@ def process_group(args: tuple, kwargs: dict) -> tuple[int, int] | None:
     for a in (*args, *kwargs.values()):
         if isinstance(a, str):
             try:
-                pg = torch.distributed.distributed_c10d._resolve_processprocess_group(a)
+                pg = torch.distributed.distributed_c10d._resolve_process_group(a)
             except Exception:  # a reduce op's name ("sum"), not a group
                 continue
             return pg.size(), pg.rank()
@@ -100,18 +100,21 @@ def collective_of(name: str, args: tuple, n: int, r: int) -> Comm | None:
             return Comm(Collective.ALL_GATHER, sum(map(tensor_bytes, tree_flatten(args[0])[0])))
         case "all_gather_into_tensor" | "all_gather_into_tensor_coalesced":
             return Comm(Collective.ALL_GATHER, n * sum(map(tensor_bytes, tree_flatten(args[0])[0])))
-        case "allgather_":  # (output lists, inputs): unequal lists are a rank sending its own to each peer
+        case "allgather_":  # (output lists, inputs): unequal lists. A rank receives every other rank's block and
+            # sends its own at least once (NCCL runs one broadcast per rank: rings forward the rest, so the busiest
+            # rank's link carries less than sending its own to each peer would)
             outs = _list_bytes(args[0][0])
             own = tensor_bytes(args[1][0])
-            return _uneven(Collective.ALL_GATHER, sum(outs), (n - 1) * own, sum(outs) - outs[r], len(set(outs)) == 1)
+            return _uneven(Collective.ALL_GATHER, sum(outs), own, sum(outs) - outs[r], len(set(outs)) == 1)
         case "_reduce_scatter_base_" | "reduce_scatter_tensor_coalesced_":
             return Comm(Collective.REDUCE_SCATTER, sum(map(tensor_bytes, tree_flatten(args[1])[0])))
         case "reduce_scatter_tensor" | "reduce_scatter_tensor_coalesced":
             return Comm(Collective.REDUCE_SCATTER, sum(map(tensor_bytes, tree_flatten(args[0])[0])))
-        case "reduce_scatter_":  # (outputs, input lists)
+        case "reduce_scatter_":  # (outputs, input lists): unequal lists. A rank sends its part of every other
+            # rank's block and receives its own block, reduced, at least once (NCCL: one reduce per rank, in rings)
             ins = _list_bytes(args[1][0])
             out = tensor_bytes(args[0][0])
-            return _uneven(Collective.REDUCE_SCATTER, sum(ins), sum(ins) - ins[r], (n - 1) * out, len(set(ins)) == 1)
+            return _uneven(Collective.REDUCE_SCATTER, sum(ins), sum(ins) - ins[r], out, len(set(ins)) == 1)
         case "alltoall_base_" | "all_to_all_single":
             return _all_to_all_single(name, args, n, r)
         case "alltoall_":  # (output list, input list)
@@ -135,19 +138,25 @@ def collective_of(name: str, args: tuple, n: int, r: int) -> Comm | None:
     return None
 
 
+def _rows(t: torch.Tensor) -> tuple[int, float]:
+    """(rows along dim 0, bytes a row)."""
+    rows = t.shape[0] if t.dim() else 0
+    return rows, tensor_bytes(t) / rows if rows else 0.0
+
+
 def _all_to_all_single(name: str, args: tuple, n: int, r: int) -> Comm:
-    """all_to_all_single, with split sizes along dim 0 (empty: even) of its output and input."""
+    """all_to_all_single, with split sizes along dim 0 of its output and its input; a tensor given no split sizes is
+    split evenly by its own rows (torch and NCCL: the output's by the output's, which may differ from the input's)."""
     if name == "alltoall_base_":  # (output, input, group, output_split_sizes, input_split_sizes)
         out, inp, out_splits, in_splits = args[0], args[1], list(args[3]), list(args[4])
-        out_row = tensor_bytes(out) / out.shape[0] if out.dim() and out.shape[0] else 0.0
-    else:  # functional: (input, output_split_sizes, input_split_sizes, group name)
+    else:  # functional: (input, output_split_sizes, input_split_sizes, group name); its output is made to fit
         inp, out_splits, in_splits = args[0], list(args[1]), list(args[2])
-        out_row = tensor_bytes(inp) / inp.shape[0] if inp.dim() and inp.shape[0] else 0.0
-    in_row = tensor_bytes(inp) / inp.shape[0] if inp.dim() and inp.shape[0] else 0.0
-    rows = inp.shape[0] if inp.dim() else 0
-    in_splits = in_splits or [rows // n] * n
-    out_splits = out_splits or [rows // n] * n
-    even = len(set(in_splits)) == 1 and len(set(out_splits)) == 1
+        out = inp  # no split sizes: an output shaped as the input; with them, rows of the input's width
+    in_rows, in_row = _rows(inp)
+    out_rows, out_row = _rows(out)
+    in_splits = in_splits or [in_rows // n] * n
+    out_splits = out_splits or [out_rows // n] * n
+    even = len(set(in_splits)) == 1 and len(set(out_splits)) == 1 and in_splits == out_splits
     send = sum(s for j, s in enumerate(in_splits) if j != r) * in_row
     recv = sum(s for j, s in enumerate(out_splits) if j != r) * out_row
     return _uneven(Collective.ALL_TO_ALL, tensor_bytes(inp), send, recv, even)

@@ -31,9 +31,12 @@ from types import ModuleType
 from typing import Any
 
 from pkroof.kernels import problems
-from pkroof.rooflines.units import fmt_bytes, parse_size
+from pkroof.rooflines.units import fmt_bytes
 
+from .params import NO_DEFAULT, TORCH_NAMES, TorchDtype, check, coerce, for_torch, is_byte_size, literal, parse_params
 from .source import FromSource, SourceFile, read, run, spec
+
+__all__ = ["is_byte_size", "parse_params"]  # read here by the CLI and the API
 
 CATEGORIES = (
     "collective",
@@ -51,43 +54,6 @@ SUITE_DIR = Path(problems.__file__).resolve().parent  # kernels/problems/
 DEFAULT_SHAPE = "small"  # the default shape where a problem has one
 UNNAMED_SHAPE = "default"  # the one shape of a file without SHAPES: inputs()' keyword defaults
 _NOT_PARAMS = ("seed", "device")
-
-
-def is_byte_size(name: str) -> bool:
-    """Whether a parameter is a number of bytes (`size`, `size_bytes`, any `*_bytes`), which takes parse_size's
-    units; every other parameter counts things (m, n, k, tokens, hidden, experts) and takes plain digits."""
-    return name == "size" or name.endswith("_bytes")
-
-
-def parse_params(pairs: list[str]) -> dict[str, int]:
-    """['m=8192', 'size_bytes=64MiB'] → {'m': 8192, 'size_bytes': 67108864}: every value a positive integer, byte
-    sizes (is_byte_size) with parse_size's units, counts and dimensions in plain digits (no units: `k=4K` would
-    read as bytes). A name given twice is an error, not the last one silently."""
-    out: dict[str, int] = {}
-    for pair in pairs:
-        name, sep, value = (part.strip() for part in pair.partition("="))
-        if not sep or not name:
-            raise ValueError(f"--param takes name=value, got {pair!r}")
-        if name in out:
-            raise ValueError(f"--param {name} is given twice")
-        if is_byte_size(name):
-            try:
-                out[name] = parse_size(value)
-            except ValueError as e:
-                raise ValueError(f"--param {name}: {e}") from None
-        elif value.isascii() and value.isdigit() and int(value) > 0:
-            out[name] = int(value)
-        else:
-            raise ValueError(
-                f"--param {name}={value}: must be a positive integer in plain digits ({name} is a count, not a byte "
-                "size, so it takes no units such as KiB)"
-            )
-    return out
-
-
-def _positive(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"parameter {name} must be a positive integer, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -123,7 +89,8 @@ class Problem:
 
     def params(self, shape: str | None = None, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
         """The shape's parameters (default: the problem's default shape) with `overrides` on top; an unknown shape
-        or parameter, a value that is not a positive integer, or a required parameter left out is a ValueError."""
+        or parameter, a value that does not read as the type of the one it replaces (params.coerce), or a required
+        parameter left out is a ValueError."""
         name = shape or self.default_shape
         if name not in self.shapes:
             raise ValueError(f"{self.name} has no shape {name!r} (shapes: {', '.join(self.shapes) or 'none'})")
@@ -132,9 +99,9 @@ class Problem:
         unknown = [k for k in overrides if k not in takes]
         if unknown:
             raise ValueError(f"{self.name} has no parameter {', '.join(unknown)} (it takes: {', '.join(takes)})")
-        for key, value in overrides.items():
-            _positive(key, value)
-        params = dict(self.shapes[name]) | overrides
+        base = self.shapes[name]
+        own = {n: literal(p.default) for n, p in _input_params(self.module.inputs).items() if p.default is not p.empty}
+        params = dict(base) | {k: coerce(k, v, base.get(k, own.get(k, NO_DEFAULT))) for k, v in overrides.items()}
         missing = [k for k in self.required if k not in params]
         if missing:
             pass_them = " ".join(f"--param {k}=N" for k in missing)
@@ -168,7 +135,22 @@ class Problem:
                 f"({', '.join(self.shapes)}) or --param name=value ({', '.join(self.takes)})"
             )
 
+    def with_dtype(self, overrides: dict[str, Any], dtype: str | None) -> dict[str, Any]:
+        """`overrides` with pkroof's `--dtype` (bf16, fp32, ...) as the problem's own parameter `dtype` where inputs()
+        takes one, in the words its value is written in (torch.bfloat16, "bfloat16" or "bf16")."""
+        if dtype is None or "dtype" not in self.takes:
+            return overrides
+        if "dtype" in overrides:
+            raise ValueError(f"give the dtype once: --dtype {dtype} or --param dtype=..., not both")
+        own = _input_params(self.module.inputs).get("dtype")
+        default = NO_DEFAULT if own is None or own.default is own.empty else literal(own.default)
+        like = self.shapes[self.default_shape].get("dtype", default)
+        if not isinstance(like, str) or isinstance(like, TorchDtype):
+            return overrides | {"dtype": TorchDtype.named(dtype)}
+        return overrides | {"dtype": dtype if like.lower() in TORCH_NAMES else TORCH_NAMES[dtype]}  # "bf16"/"bfloat16"
+
     def inputs(self, rank: int, world_size: int, *, seed: int, device: Any, params: dict[str, Any]) -> tuple:
+        params = {k: for_torch(v) for k, v in params.items()}
         made = self.module.inputs(rank, world_size, seed=seed, device=device, **params)
         return made if isinstance(made, tuple) else (made,)
 
@@ -177,7 +159,7 @@ class Problem:
 
     def workload(self, world_size: int, params: dict[str, Any], dtype: str | None = None) -> Any:
         """The hand-written workload (its own dtype where `dtype` is None)."""
-        extra = {} if dtype is None else {"dtype": dtype}
+        extra = {} if dtype is None or "dtype" in params else {"dtype": dtype}
         return self.module.workload(world_size, **params, **extra)
 
 
@@ -261,23 +243,18 @@ def _shapes(module: ModuleType, where: str) -> tuple[dict[str, dict[str, Any]], 
         for name, params in shapes.items():
             if not isinstance(name, str) or not name or not isinstance(params, dict):
                 raise ValueError(f"{where}: SHAPES[{name!r}] must be a dict of parameter values under a name")
-            for key, value in params.items():
+            for key in params:
                 if not isinstance(key, str):
                     raise ValueError(f"{where}: SHAPES[{name!r}] has a parameter name that is not a string: {key!r}")
-                try:
-                    _positive(key, value)
-                except ValueError as e:
-                    raise ValueError(f"{where}: SHAPES[{name!r}]: {e}") from None
-        shapes = {name: dict(params) for name, params in shapes.items()}
+        shapes = {
+            name: {k: check(k, v, f"{where}: SHAPES[{name!r}]") for k, v in params.items()}
+            for name, params in shapes.items()
+        }
         given = {k for params in shapes.values() for k in params}
         required = tuple(n for n, p in own.items() if p.default is p.empty and n not in given)
         return shapes, DEFAULT_SHAPE if DEFAULT_SHAPE in shapes else next(iter(shapes)), required
-    defaults = {n: p.default for n, p in own.items() if p.default is not p.empty}
-    for key, value in defaults.items():
-        try:
-            _positive(key, value)
-        except ValueError as e:
-            raise ValueError(f"{where}: inputs()' default for {key}: {e}") from None
+    defaults = {n: literal(p.default) for n, p in own.items() if p.default is not p.empty}
+    defaults = {n: v for n, v in defaults.items() if v is not NO_DEFAULT}  # made by code: inputs() keeps its own
     required = tuple(n for n, p in own.items() if p.default is p.empty)
     return {UNNAMED_SHAPE: defaults}, UNNAMED_SHAPE, required
 

@@ -286,6 +286,7 @@ def _analyze(
         assert workload is not None, "a problem or a workload"
         return ProblemAnalysis(None, shape or "", overrides, topo, analyze_workload(workload, system, sweep=[workload]))
     p.check_size(overrides)
+    overrides = p.with_dtype(overrides, dtype)  # a parameter named dtype answers --dtype
     at = p.params(shape, overrides)
     label = p.shape_label(shape, overrides)
     if workload is None:

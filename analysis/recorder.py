@@ -24,7 +24,9 @@ from pkroof.analysis.catalogue import Problem, ProblemError
 from pkroof.rooflines import Collective, CommOp, ComputeOp, Workload
 from pkroof.rooflines.builders import GEMM_TILE_M, GEMM_TILE_N
 
-from .c10d_ops import COMM_NAMESPACES, IGNORED, P2P, collective_of, process_group, tensor_bytes
+from . import symm_mem_ops
+from .c10d_ops import COMM_NAMESPACES, IGNORED, P2P, Comm, collective_of, process_group, tensor_bytes
+from .causal import CausalAttention
 
 DTYPE_NAMES = {
     torch.bfloat16: "bf16",
@@ -46,6 +48,8 @@ _CONVOLUTIONS = {p for p in flop_registry if "conv" in str(p)}
 _SDPA_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
 # ops that do more than O(1) arithmetic per element, by a word of their name: without a formula they are named, not
 # counted as zero ("gelu" or "detach" hold no such word; "linalg_solve_ex" holds two)
+# a vector norm is a multiply and an add per element (ord 2), like a sum: no FLOP term of its own, nothing missed
+_PER_ELEMENT = {torch.ops.aten.linalg_vector_norm}
 _HEAVY = frozenset(
     [
         "conv",
@@ -87,10 +91,6 @@ _HEAVY = frozenset(
 
 class TraceError(ProblemError):
     """A problem could not be traced: its inputs or reference raised, or its CPU ranks died or hung; one line."""
-
-
-class InputChangedError(Exception):
-    """The reference wrote into one of its inputs (raised inside the trace; reported as a TraceError)."""
 
 
 def tensors_in(obj: Any) -> list[torch.Tensor]:
@@ -170,17 +170,30 @@ class Recorder(TorchDispatchMode):
     _open_p2p: int | None = None  # the point-to-point step still being issued
     _host: frozenset[int] = frozenset()  # collectives whose results the host has waited for
     inputs: set[int] = field(default_factory=set)  # ids of the inputs' base tensors (module parameters included)
+    wrote: dict[int, torch.Tensor] = field(default_factory=dict)  # the inputs' base tensors the reference wrote into
 
     def __post_init__(self) -> None:
         super().__init__()
 
+    _quiet: int = 0  # inside a causal attention charged as a whole (causal.py): its own matmuls count nothing
+
     def __enter__(self) -> Recorder:
         RECORDING.append(self)
+        self._causal = CausalAttention(self._charge_causal, self._hush)
+        self._causal.__enter__()
         return super().__enter__()
 
     def __exit__(self, *exc: object) -> None:
         RECORDING.remove(self)
+        self._causal.__exit__(*exc)
         return super().__exit__(*exc)
+
+    def _charge_causal(self, flops: float, dtype: torch.dtype) -> None:
+        if not self._quiet:
+            self.flops[self._charged_at(torch.ops.aten.bmm, dtype)] += flops
+
+    def _hush(self, step: int) -> None:
+        self._quiet += step
 
     # --- tensors made here, and the collectives their data depends on
     def _deps(self, t: torch.Tensor) -> frozenset[int] | None:
@@ -208,18 +221,16 @@ class Recorder(TorchDispatchMode):
         collective issued from now on."""
         self._host |= self._reads(tensors, external=False)
 
-    def _check_writes(self, func: Any, args: tuple, kwargs: dict, name: str, comm: bool) -> None:
-        """A reference must not change its inputs (the profiler compares implementations on untouched ones)."""
+    def _note_writes(self, func: Any, args: tuple, kwargs: dict, name: str, comm: bool) -> None:
+        """The inputs this op writes into (an in-place all-reduce of the gradients it was given, in-place clipping):
+        the reference's output as much as what it returns, written to HBM once."""
         if comm:
             written = [] if (func.namespace != "c10d" or name in ("send", "isend")) else tree_flatten(args[0])[0]
         else:
             written = self._written(func, args, kwargs, None)
         for t in written:
             if isinstance(t, torch.Tensor) and id(_base(t)) in self.inputs:
-                raise InputChangedError(
-                    f"it changes one of its inputs ({func.namespace}.{name} writes into it): clone it first, as the "
-                    "profiler checks every implementation on inputs the reference left as they were"
-                )
+                self.wrote.setdefault(id(_base(t)), _base(t))
 
     def declare_read(self, tensors: list[torch.Tensor]) -> None:
         """Count these (the inputs, their modules' parameters) as read once, whether or not an op touches them."""
@@ -260,9 +271,39 @@ class Recorder(TorchDispatchMode):
         if comm is None:  # a communication op pkroof does not model: named, not silently left out
             self.uncounted[f"communication {name}"] += 1
             return None
+        return self._append(comm, n, deps)
+
+    def _append(self, comm: Comm, n: int, deps: frozenset[int]) -> int:
         self._open_p2p = None
         self.events.append(_Event(comm.kind, comm.size, n, comm.send, comm.recv, set(deps), bool(self.flops)))
         return len(self.events) - 1
+
+    def _symm_mem(self, func: Any, name: str, args: tuple, kwargs: dict, inputs: list[torch.Tensor]) -> Any:
+        """A symmetric-memory op, priced from its schema (symm_mem_ops.py); one it does not price is named."""
+        priced = symm_mem_ops.price(name, args, kwargs, self.world_size)
+        n, _ = process_group(args, kwargs) or (self.world_size, self.rank)
+        if priced is not None and n != self.world_size:
+            priced = symm_mem_ops.price(name, args, kwargs, n)
+        deps = self._reads(inputs, external=priced is not None and priced.flops > 0)  # a matmul reads its B
+        self._note_writes(func, args, kwargs, name, False)
+        event = None
+        flops_dtype = args[0].dtype if args and isinstance(args[0], torch.Tensor) else torch.float32
+        if priced is None and name not in symm_mem_ops.NO_DATA:
+            self.uncounted[f"communication symm_mem.{name}"] += 1
+        elif priced is not None:
+            if priced.compute_first:
+                self.flops[self._charged_at(torch.ops.aten.mm, flops_dtype)] += priced.flops
+            if priced.comm is not None:
+                event = self._append(priced.comm, n, deps | self._host)
+            elif priced.p2p is not None:
+                event = self._record("send" if priced.p2p == "send" else "recv_", (args[0],), {}, deps)
+            if priced.flops and not priced.compute_first:
+                self.flops[self._charged_at(torch.ops.aten.mm, flops_dtype)] += priced.flops
+        out = symm_mem_ops.run(func, args, kwargs)
+        after = deps | {event} if event is not None else deps
+        for t in self._written(func, args, kwargs, out):
+            self._mark(t, after)
+        return out
 
     def _padded(self, func: Any, name: str, args: tuple) -> Any:
         """An all-gather or all-to-all of unequal lists, which gloo refuses and NCCL runs: run padded to equal sizes,
@@ -297,11 +338,13 @@ class Recorder(TorchDispatchMode):
             return NotImplemented
         if any(isinstance(t, FakeTensor) for t in inputs):  # shapes worked out (DTensor's sharding propagation)
             return func(*args, **kwargs)
+        if func.namespace == "symm_mem":
+            return self._symm_mem(func, name, args, kwargs, inputs)
         comm = func.namespace in COMM_NAMESPACES and name not in IGNORED
         deps = self._reads(inputs, external=not comm)  # what collectives move crosses HBM in their own term
         if name == "_local_scalar_dense":  # .item(): the host waits for this value before it issues anything more
             self.host_waits(inputs)
-        self._check_writes(func, args, kwargs, name, comm)
+        self._note_writes(func, args, kwargs, name, comm)
         if comm:
             event = self._record(name, args, kwargs, deps)
             out = self._padded(func, name, args)
@@ -333,6 +376,8 @@ class Recorder(TorchDispatchMode):
     def _count(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
         packet = func._overloadpacket
         dtype = next((a.dtype for a in args if isinstance(a, torch.Tensor)), torch.float32)
+        if self._quiet:
+            return
         if packet in flop_registry or packet in _FFTS or packet is _SDPA_CPU:
             if packet in _FFTS:
                 flops = _fft_flops(packet, args, out)
@@ -346,7 +391,7 @@ class Recorder(TorchDispatchMode):
                 batch = math.prod(out.shape[:-2])
                 tiles = batch * math.ceil(out.shape[-2] / GEMM_TILE_M) * math.ceil(out.shape[-1] / GEMM_TILE_N)
                 self.tiles = max(self.tiles, tiles)
-        elif func.namespace == "aten" and _HEAVY & set(packet.__name__.split("_")):
+        elif func.namespace == "aten" and _HEAVY & set(packet.__name__.split("_")) and packet not in _PER_ELEMENT:
             self.uncounted[f"aten.{packet.__name__}"] += 1
 
     def _charged_at(self, packet: Any, dtype: torch.dtype) -> str:
@@ -365,7 +410,9 @@ class Recorder(TorchDispatchMode):
                 f"{problem.path}: reference() returned {type(out).__name__}, no tensor: every rank returns its output "
                 "(a tensor or a tuple of them), which the profiler compares"
             )
-        hbm = sum(self.read.values()) + sum(map(tensor_bytes, tensors_in(out)))
+        returned = {id(_base(t)) for t in tensors_in(out)}
+        wrote = [t for i, t in self.wrote.items() if i not in returned]  # inputs written and not returned: once
+        hbm = sum(self.read.values()) + sum(map(tensor_bytes, tensors_in(out))) + sum(map(tensor_bytes, wrote))
         compute: tuple[ComputeOp, ...] = ()
         if self.flops:  # one op per peak the FLOPs are charged at, the main one (most FLOPs) first with the bytes
             main = max(self.flops, key=self.flops.__getitem__)

@@ -18,6 +18,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from .params import TorchDtype
+
 
 def check_path(path: Path) -> None:
     """A ValueError unless `path` is an existing .py file (said before anything imports it)."""
@@ -79,13 +81,18 @@ _NAMES = (*CONSTANTS, *FUNCTIONS)
 
 
 def _literal(node: ast.expr) -> Any:
-    """A constant expression's value (literals, and integer arithmetic such as 8192 * 8192 * 2); ValueError else."""
+    """A constant expression's value (literals, integer arithmetic such as 8192 * 8192 * 2, a torch dtype written
+    torch.bfloat16); ValueError else."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Add, ast.Sub, ast.Pow, ast.FloorDiv)):
         left, right = _literal(node.left), _literal(node.right)
         if not (isinstance(left, int) and isinstance(right, int)) or (isinstance(node.op, ast.Pow) and right > 64):
             raise ValueError("not integer arithmetic")
         ops = {ast.Mult: int.__mul__, ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Pow: int.__pow__}
         return ops.get(type(node.op), int.__floordiv__)(left, right)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "torch":
+        return TorchDtype(f"torch.{node.attr}")  # a dtype written as torch.bfloat16
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return tuple(_literal(e) for e in node.elts)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
         return {k.arg: _literal(k.value) for k in node.keywords if k.arg is not None}
     if isinstance(node, ast.Dict):

@@ -4,18 +4,21 @@ flow between its collectives.
 One dispatch mode (recorder.py's Recorder) sees every op a reference runs, however the problem file imported
 torch.distributed (the c10d ops it sizes: c10d_ops.py; what stands in for GPUs and a process group: trace_shims.py):
 
-- FLOPs: torch's FLOP formulas (matmuls, convolutions, attention), plus FFTs at 5·N·log2 N per complex transform of
-  N points and 2.5·N·log2 N per real one (the usual radix-2 count); an op that does more than O(1) work per element
-  but has no formula (linear algebra, say) is named in Workload.uncounted, not silently counted as zero.
+- FLOPs: torch's FLOP formulas (matmuls, convolutions, attention; causal attention at the pairs its mask keeps:
+  causal.py), plus FFTs at 5·N·log2 N per complex transform of N points and 2.5·N·log2 N per real one (the usual
+  radix-2 count); an op that does more than O(1) work per element but has no formula (linear algebra, say) is named
+  in Workload.uncounted, not silently counted as zero.
 - The rate they run at: FLOPs are charged at the problem's dtype wherever the op computes at least as wide (an upcast
   is the reference's accuracy, not the problem's math); an fp32 convolution or matmul that torch runs on TF32 tensor
   cores (cudnn's `allow_tf32`, on by default for convolutions; matmul precision "high" or "medium"), as read while the
   reference runs, is charged at the TF32 peak.
 - HBM bytes: every tensor the reference reads that it did not make — its inputs, the parameters and buffers of
-  modules among them, tensors it captured — once, and its outputs once.
-- Communication: every c10d op (collectives, point-to-point, functional collectives) with its bytes in nccl-tests'
-  convention; where a rank's bytes are uneven (split sizes, unequal lists, point-to-point) this rank's own bytes to
-  and from its peers. Point-to-point ops issued together (none waiting on another's data) are one step.
+  modules among them, tensors it captured — once, and its outputs once (the inputs it writes into, as in-place code
+  does, among them).
+- Communication: every c10d op (collectives, point-to-point, functional collectives, torch's symmetric-memory ops:
+  symm_mem_ops.py) with its bytes in nccl-tests' convention; where a rank's bytes are uneven (split sizes, unequal
+  lists, point-to-point) this rank's own bytes to and from its peers. Point-to-point ops issued together (none
+  waiting on another's data) are one step.
 - Data flow: which collectives each collective's data depends on, through any compute: the latency term is the
   longest such chain, so ops issued together or on independent data overlap.
 

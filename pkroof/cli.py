@@ -318,7 +318,7 @@ def profile(
 def report(
     results: Annotated[
         list[Path] | None,
-        typer.Argument(metavar="[RESULTS.jsonl]...", help="results.jsonl files written by pkroof profile"),
+        typer.Argument(metavar="[RESULTS.jsonl]...", help="results.jsonl files of pkroof profile, or its --out"),
     ] = None,
     topology: Annotated[
         str | None,

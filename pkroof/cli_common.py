@@ -57,7 +57,7 @@ Params = Annotated[
         "--param",
         "-p",
         metavar="NAME=VALUE",
-        help="shape parameter, a positive integer (repeat); byte sizes (size, *_bytes) take units",
+        help="shape parameter, read as its default's type (repeat); byte sizes (size, *_bytes) take units",
     ),
 ]
 Dtype = Annotated[

@@ -32,9 +32,30 @@ def as_tuple(out: Any) -> tuple:
 
 
 def cloned(inputs: tuple) -> tuple:
+    """Fresh copies of the inputs for one call, which may write into them (an in-place all-reduce, in-place
+    clipping): tensors, inside lists, tuples and dicts too, and modules (their parameters, buffers and gradients)."""
+    import copy
+
+    import torch
+    from torch.utils._pytree import tree_map
+
+    def fresh(x: Any) -> Any:
+        if isinstance(x, torch.Tensor):
+            return x.clone()
+        return copy.deepcopy(x) if isinstance(x, torch.nn.Module) else x
+
+    return tuple(tree_map(fresh, inputs))
+
+
+def writes_inputs(given: tuple, inputs: tuple) -> bool:
+    """Whether a call given `given` (cloned(inputs)) wrote into them: a tensor among them no longer equal to its
+    original (NaN where it was NaN counts as equal)."""
     import torch
 
-    return tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in inputs)
+    from pkroof.analysis.recorder import tensors_in
+
+    pairs = zip(tensors_in(given), tensors_in(inputs), strict=False)
+    return any(a.shape != b.shape or not torch.equal(a.nan_to_num(0), b.nan_to_num(0)) for a, b in pairs)
 
 
 def _poison_allocator(device: Any, nbytes: int) -> None:
@@ -181,14 +202,17 @@ def _numeric(verdicts: list[tuple[bool, float | None, str]]) -> bool:
     return all(ok or error is not None for ok, error, _ in verdicts)
 
 
-def check(problem: Problem, impl: Callable, job: Job, rank: int, device: Any) -> tuple[bool, float | None, str, bool]:
+def check(
+    problem: Problem, impl: Callable, job: Job, rank: int, device: Any
+) -> tuple[bool, float | None, str, bool, bool]:
     """TRIALS checks on fresh inputs; after each, every rank learns every rank's verdict (so all stop together
     where one rank's output differs, rather than wait for it in the next check's collectives). Where outputs miss
     the tolerance on values alone, every rank reruns the reference widened (widened_reference) and judges again.
-    The last item: whether the oracle was needed (the timed samples are then judged with it too)."""
+    The last items: whether the oracle was needed (the timed samples are then judged with it too), and whether the
+    implementation wrote into its inputs on this rank (each call then needs inputs of its own)."""
     worst: float | None = 0.0
     tol = (job.rtol, job.atol)
-    used_oracle = False
+    used_oracle = writes = False
     for trial in range(TRIALS):
         phase(f"drawing inputs (check {trial + 1} of {TRIALS})")
         inputs = draw_inputs(problem, job, rank, seed=job.seed + 1000 * (trial + 1), device=device)
@@ -196,7 +220,9 @@ def check(problem: Problem, impl: Callable, job: Job, rank: int, device: Any) ->
         want = as_tuple(problem.reference(*cloned(inputs)))
         _poison_allocator(device, sum(w.numel() * w.element_size() for w in want if hasattr(w, "numel")))
         phase(f"running the implementation (check {trial + 1} of {TRIALS})")
-        got = as_tuple(impl(*cloned(inputs)))
+        given = cloned(inputs)
+        got = as_tuple(impl(*given))
+        writes |= writes_inputs(given, inputs)
         phase(f"comparing outputs (check {trial + 1} of {TRIALS})")
         mine = compare(got, want, tol)
         phase(f"agreeing on check {trial + 1} of {TRIALS} with the other ranks")
@@ -210,5 +236,5 @@ def check(problem: Problem, impl: Callable, job: Job, rank: int, device: Any) ->
             why = why if ok else f"{oracle_why}, and no closer than the reference to its widened rerun"
         worst = None if worst is None or error is None else max(worst, error)
         if not ok:
-            return False, worst, why, used_oracle
-    return True, worst, "", used_oracle
+            return False, worst, why, used_oracle, writes
+    return True, worst, "", used_oracle, writes

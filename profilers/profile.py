@@ -187,12 +187,15 @@ def _run(problem: Problem, ask: Ask, size: int | None, notes: list[str]) -> Run:
     kw["ranks_per_node"] = ask.ranks_per_node
     try:
         pa = analyze(problem, **kw, dtype=ask.dtype)
-        if ask.dtype is not None and analyze(problem, **kw).analysis.workload.dtype != ask.dtype:
+        own = ask.dtype is None or "dtype" in problem.takes  # its own parameter dtype: in the label already
+        if not own and analyze(problem, **kw).analysis.workload.dtype != ask.dtype:
             pa = dataclasses.replace(pa, shape=f"{pa.shape} dtype={ask.dtype}")
     except (ProblemError, NeedsDataError) as e:
         if isinstance(e, ProblemError):  # its trace failed; its implementations can still run
             notes.append(f"{problem.name}: no bound ({e}); checked and timed all the same")
-        label = problem.shape_label(ask.shape, params) + (f" dtype={ask.dtype}" if ask.dtype else "")
+        own = "dtype" in problem.takes  # its own parameter dtype: set by --dtype, in the label as a parameter
+        params = problem.with_dtype(params, ask.dtype)
+        label = problem.shape_label(ask.shape, params) + (f" dtype={ask.dtype}" if ask.dtype and not own else "")
         return Run(None, label, problem.params(ask.shape, params), _problem_fields(problem, None, str(e)), str(e))
     return Run(pa, pa.shape, pa.params, _problem_fields(problem, pa, None))
 

@@ -56,7 +56,7 @@ def _job(rank: int, world: int, job: Job) -> dict[str, Any]:
     phase("loading the problem and the implementation")
     problem = load(job.problem)
     impl = resolve_impl(problem, job.impl)
-    ok, worst, why, used_oracle = check(problem, impl, job, rank, device)
+    ok, worst, why, used_oracle, writes = check(problem, impl, job, rank, device)
     result: dict[str, Any] = {"status": "correct" if ok else "incorrect", "max_abs_error": worst, "message": why}
     if job.rtol is not None or job.atol is not None:
         result |= {"rtol": job.rtol, "atol": job.atol}
@@ -65,7 +65,7 @@ def _job(rank: int, world: int, job: Job) -> dict[str, Any]:
     if not ok:
         return result
     phase("drawing the timed input sets")
-    sampler = Sampler(problem, impl, job, rank, device, oracle=used_oracle)
+    sampler = Sampler(problem, impl, job, rank, device, oracle=used_oracle, writes_inputs=writes)
     iters = ITERS if job.iters is None else job.iters
     try:
         if job.backend == "nccl":

@@ -100,6 +100,7 @@ class Sampler:
     in_place: bool = False  # a CUDA graph reads these buffers: a draw that does not fit them is an error
     oracle: bool = False  # the checks needed the oracle: each sample's reference is rerun widened too
     oracles: list[tuple] = field(default_factory=list)
+    writes_inputs: bool = False  # the checks saw it write into its inputs: a graph sample calls each set once
 
     def __post_init__(self) -> None:
         self.buffers = [self._draw() for _ in range(INPUT_SETS)]
@@ -216,6 +217,10 @@ def time_gpu(sampler: Sampler, device: Any, iters: int = ITERS, warmup: int | No
             group=dist.group.WORLD, **checked("graph pilot"),
         )  # fmt: skip
         calls = calls_per_sample(pilot.median_s)  # the slowest rank's samples, so every rank counts the same
+        writes = torch.tensor([float(sampler.writes_inputs)], device=device)
+        dist.all_reduce(writes, op=dist.ReduceOp.MAX)
+        if writes.item():  # a call that writes its inputs gets each set once per sample, refilled before it
+            calls = INPUT_SETS
         phase(f"timing (graph samples of {calls} calls)")
         with watch("graph"):
             graph = time_device(

@@ -213,11 +213,16 @@ def read(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     return records, problems
 
 
+RESULTS_FILE = "results.jsonl"  # what `pkroof profile --out DIR` writes in DIR
+
+
 def read_files(paths: list[Path], log: Callable[[str], None]) -> list[dict[str, Any]]:
-    """The records of several results files; a line that is not a record is reported through `log` and skipped,
-    a file that does not exist is a ValueError."""
+    """The records of several results files (a folder: the results.jsonl `pkroof profile --out` wrote in it); a line
+    that is not a record is reported through `log` and skipped, a file that does not exist is a ValueError."""
     found: list[dict[str, Any]] = []
     for path in paths:
+        if Path(path).is_dir() and (Path(path) / RESULTS_FILE).is_file():
+            path = Path(path) / RESULTS_FILE
         if not Path(path).is_file():
             raise ValueError(f"{path}: no such results file")
         lines, unreadable = read(Path(path))

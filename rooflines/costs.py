@@ -7,6 +7,7 @@ A copy-engine collective pipelines each peer's bytes in chunks; NCCL is priced a
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -142,6 +143,10 @@ def nccl_cost(op: CommOp, system: System, m: TransferModel, run: nccl.NcclRun | 
     nodes = max(1, op.group_size // g)
     share = system.network.peak_bandwidth_Bps if nodes > 1 and system.network is not None else 0.0
     choice = nccl.choose(op.kind, op.size_bytes, g, m.nccl, nodes=nodes, network_share_Bps=share, run=run or m.nccl_run)
+    if op.explicit and 0 < choice.num_bytes < max(op.send_bytes or 0.0, op.recv_bytes or 0.0):
+        # unequal lists or splits: this rank moves more than the even split of the size NCCL's lines price
+        moved = max(op.send_bytes or 0.0, op.recv_bytes or 0.0)
+        choice = dataclasses.replace(choice, bandwidth_s=choice.bandwidth_s * moved / choice.num_bytes, num_bytes=moved)
     tiers = op_traffic(op, system, _NCCL_TRAFFIC[choice.algorithm], op.size_bytes)
     if tiers is None:  # NCCL's p2p and rings do what its traffic model's one-shot and ring do
         tiers = op_traffic(op, system, Algorithm.ONE_SHOT, op.size_bytes)

@@ -143,7 +143,7 @@ def vllm_llama_attention_tp(tokens, hidden, heads, kv_heads, head_dim):
     hq, hkv, d = heads // N, kv_heads // N, head_dim
     return dict(
         flops=2 * tokens * hidden * (hq + 2 * hkv) * d
-        + 4 * 1 * hq * tokens * tokens * d
+        + 4 * 1 * hq * (tokens * (tokens + 1) // 2) * d  # causal: the t(t+1)/2 pairs the mask keeps
         + 2 * tokens * hq * d * hidden,
         hbm_bytes=BF16 * (2 * tokens * hidden + (hq + 2 * hkv) * d * hidden + hidden * hq * d),
         link_bytes_per_rank=all_reduce(BF16 * tokens * hidden),
@@ -220,7 +220,7 @@ def picotron_ring_attention_causal(batch, heads, seq, head_dim):
 def yunchang_ulysses_attention(batch, seq, heads, head_dim):
     local = BF16 * batch * (seq // N) * heads * head_dim
     return dict(
-        flops=4 * batch * (heads // N) * seq * seq * head_dim,
+        flops=4 * batch * (heads // N) * (seq * (seq + 1) // 2) * head_dim,  # causal: s(s+1)/2 pairs
         hbm_bytes=4 * local,
         link_bytes_per_rank=4 * all_to_all(local),
     )

@@ -509,9 +509,6 @@ def _error(*args) -> str:
 
 def test_a_reference_that_breaks_the_contract_is_one_line(tmp_path):
     body = "def inputs(rank, world_size, *, seed, device, n=64):\n    return (torch.ones(n, device=device),)\n\n"
-    changes = tmp_path / "changes.py"
-    changes.write_text(HEAD + body + "def reference(x):\n    dist.all_reduce(x)\n    return x\n")
-    assert "changes one of its inputs" in _error(str(changes), "-t", "h200x2")
     nothing = tmp_path / "nothing.py"
     nothing.write_text(HEAD + body + "def reference(x):\n    dist.all_reduce(x.clone())\n")
     assert "returned NoneType, no tensor" in _error(str(nothing), "-t", "h200x2")

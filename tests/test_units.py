@@ -3,6 +3,7 @@
 import pytest
 
 from pkroof.analysis.catalogue import parse_params
+from pkroof.analysis.params import coerce
 from pkroof.rooflines.units import fmt_bytes, parse_size
 
 KiB, MiB, GiB, TiB, PiB = (1024**i for i in range(1, 6))
@@ -57,13 +58,17 @@ def test_fmt_bytes(n, expected):
     assert fmt_bytes(n) == expected
 
 
-def test_params_are_positive_integers_and_only_byte_sizes_take_units():
-    assert parse_params(["m=8192", "size_bytes=64MiB", "size=1M", "bucket_bytes=1K"]) == {
-        "m": 8192,
+def test_params_keep_their_text_and_only_byte_sizes_take_units():
+    assert parse_params(["m=8192", "size_bytes=64MiB", "size=1M", "bucket_bytes=1K", "dtype=bf16"]) == {
+        "m": "8192",
         "size_bytes": 64 * MiB,
         "size": MiB,
         "bucket_bytes": KiB,
+        "dtype": "bf16",
     }
-    for bad in ("tokens=0", "m=-8", "k=64KiB", "k=4K", "n=1e3", "n=2.5", "n="):
-        with pytest.raises(ValueError, match="must be a positive integer in plain digits"):
-            parse_params([bad])
+
+
+@pytest.mark.parametrize("bad", ["0", "-8", "64KiB", "4K", "1e3", "2.5", ""])
+def test_a_count_is_a_positive_integer_in_plain_digits(bad):
+    with pytest.raises(ValueError, match="must be a positive integer in plain digits"):
+        coerce("k", bad, 4096)
