@@ -93,11 +93,23 @@ def _crossover(
     return Crossover(pa.shape, ranks_per_node, _fabric(topo), tuple(points), network_bound_from(points), left_out)
 
 
+def _described(name: str) -> Problem | None:
+    """A user's problem file as its source says (docstring, CATEGORY, SOURCE), read without running it; None where
+    the file is gone or sets them by code."""
+    from pkroof.analysis.catalogue import read_without_running
+
+    try:
+        return read_without_running(Path(name)) if name.endswith(".py") and Path(name).is_file() else None
+    except (OSError, ValueError, SyntaxError):
+        return None
+
+
 def _page(name: str, pa: ProblemAnalysis, shapes: tuple[Shape, ...], sweep: tuple[SweepPoint, ...], **kw: Any) -> Page:
-    p = pa.problem
+    p = pa.problem or _described(name)
     if p is None:
-        return Page(name, "user", f"{name} (a problem file; its workload as traced)", shapes=shapes, sweep=sweep, **kw)
-    return Page(name, p.category, p.summary, p.source, shapes=shapes, sweep=sweep, **kw)
+        return Page(name, "user", "a problem file; its workload as traced", shapes=shapes, sweep=sweep, **kw)
+    source = "" if p.source == str(p.path) else p.source  # the default SOURCE: the file's own path, named already
+    return Page(name, p.category, p.summary, source, shapes=shapes, sweep=sweep, **kw)
 
 
 def _preferred_shape(problem: Any) -> str:

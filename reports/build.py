@@ -23,6 +23,7 @@ import pandas as pd
 import plotly.offline
 
 from . import frames, html
+from .render import shown
 
 if TYPE_CHECKING:
     from pkroof.records.report_data import Report
@@ -40,6 +41,15 @@ def slug(name: str) -> str:
     return f"{clean}-{digest}" if clean else digest
 
 
+def page_file(problem: str) -> str:
+    """A problem's page file: a problem file's named by its shown name (never this machine's absolute path), kept
+    apart from another file of that name by a short hash of its path."""
+    name = shown(problem)
+    if name == problem:
+        return f"problem-{slug(problem)}.html"
+    return f"problem-{slug(name)}-{hashlib.sha1(problem.encode()).hexdigest()[:8]}.html"
+
+
 def _pages(
     out: Path,
     report: Report,
@@ -55,7 +65,7 @@ def _pages(
     analytic = frames.analytic_rows(report.pages.values(), measured=index["problem"])
     if len(analytic):  # problems bounded but not measured: their roofline and advice, no measurements
         index = pd.concat([index, analytic], ignore_index=True) if len(index) else analytic
-    pages = {name: f"problem-{slug(name)}.html" for name in dict.fromkeys(index["problem"])}
+    pages = {name: page_file(name) for name in dict.fromkeys(index["problem"])}
     topology = report.topology
     written = {
         "index.html": html.index_page(
