@@ -32,12 +32,13 @@ MARKER = ".pkroof-report"  # names a folder write_report made, so it may replace
 EXPORTS = ("csv", "json", "parquet")
 
 
-def slug(name: str) -> str:
-    """A safe file-name part: [a-z0-9._-] only, no leading dot; a short hash keeps rewritten names distinct."""
+def slug(name: str, *, key: str | None = None) -> str:
+    """A safe file-name part: [a-z0-9._-] only, no leading dot; a short hash (of `key`, where given: what the name
+    stands for) keeps rewritten names distinct."""
     clean = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-.")[:80]
-    if clean and clean == name:
+    if clean and clean == name and key is None:
         return clean
-    digest = hashlib.sha1(name.encode()).hexdigest()[:8]
+    digest = hashlib.sha1((name if key is None else key).encode()).hexdigest()[:8]
     return f"{clean}-{digest}" if clean else digest
 
 
@@ -45,9 +46,7 @@ def page_file(problem: str) -> str:
     """A problem's page file: a problem file's named by its shown name (never this machine's absolute path), kept
     apart from another file of that name by a short hash of its path."""
     name = shown(problem)
-    if name == problem:
-        return f"problem-{slug(problem)}.html"
-    return f"problem-{slug(name)}-{hashlib.sha1(problem.encode()).hexdigest()[:8]}.html"
+    return f"problem-{slug(problem) if name == problem else slug(name, key=problem)}.html"
 
 
 def _pages(

@@ -62,10 +62,12 @@ def value_text(name: str, value: Any) -> str:
     return _scalar(name, value)
 
 
-def shown(problem: str) -> str:
+def shown(problem: Any) -> Any:
     """A problem as a page names it: a suite problem by its name, a problem file by its path relative to the working
     folder where it lies below it, else by its file name; never this machine's absolute path. An implementation
-    `file.py:function` is named so too."""
+    `file.py:function` is named so too; what is not text is left as it is."""
+    if not isinstance(problem, str):
+        return problem
     path_part, colon, function = problem.rpartition(":")
     if colon and path_part.endswith(".py"):
         return f"{shown(path_part)}:{function}"
