@@ -13,21 +13,18 @@ default group; every rank returns its own output). Everything else is optional a
                 (else the reference is traced)
 
 Parameters without a default and not in SHAPES are given with `--param name=value`. Loading a suite problem
-needs no torch (its files import torch inside `inputs` and `reference`); loading a user's file runs it, as
-naming a Python file to pkroof means to. Nothing here ever loads a file named in a results file.
+needs no torch (its files import torch inside `inputs` and `reference`); a user's file is read once and runs when
+its code is needed (analysis/source.py), as naming a Python file to pkroof means it may. Nothing here ever loads a
+file named in a results file.
 """
 
 from __future__ import annotations
 
 import ast
-import contextlib
-import contextvars
 import hashlib
 import importlib
-import importlib.util
 import inspect
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -35,6 +32,8 @@ from typing import Any
 
 from pkroof.kernels import problems
 from pkroof.rooflines.units import fmt_bytes, parse_size
+
+from .source import FromSource, SourceFile, read, run, spec
 
 CATEGORIES = (
     "collective",
@@ -104,6 +103,9 @@ class Problem:
     required: tuple[str, ...]  # parameters inputs() takes without a default that SHAPES does not give
     suite: bool  # one of kernels/problems/: named by its name in records, rebuilt from the catalogue
     sha256: str  # of the file's bytes: what a record of a user's file names it by
+    origin: SourceFile | None = field(
+        default=None, repr=False, compare=False
+    )  # a user's file: the bytes read, run from them
 
     @property
     def has_workload(self) -> bool:
@@ -280,8 +282,11 @@ def _shapes(module: ModuleType, where: str) -> tuple[dict[str, dict[str, Any]], 
     return {UNNAMED_SHAPE: defaults}, UNNAMED_SHAPE, required
 
 
-def from_module(module: ModuleType, name: str, path: Path, *, suite: bool) -> Problem:
-    """A Problem from a module that follows the contract; a ValueError of one line naming what it lacks."""
+def from_module(
+    module: ModuleType | FromSource, name: str, path: Path, *, suite: bool, origin: SourceFile | None = None
+) -> Problem:
+    """A Problem from a module that follows the contract (a user's: `origin`, its source as read); a ValueError of
+    one line naming what it lacks."""
     where = str(path)
     for attr in ("inputs", "reference"):
         if not callable(getattr(module, attr, None)):
@@ -303,192 +308,26 @@ def from_module(module: ModuleType, name: str, path: Path, *, suite: bool) -> Pr
         default_shape=default,
         required=required,
         suite=suite,
-        sha256=hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "",
+        sha256=origin.sha256 if origin is not None else hashlib.sha256(path.read_bytes()).hexdigest(),
+        origin=origin,
     )
 
 
-def check_path(path: Path) -> None:
-    """A ValueError unless `path` is an existing .py file (said before anything imports it)."""
-    if not path.exists():
-        raise ValueError(f"{path}: no such problem file")
-    if not path.is_file() or path.suffix != ".py":
-        raise ValueError(f"{path}: not a problem file (a problem is a Python file ending in .py)")
+def load_source(source: SourceFile) -> Problem:
+    """A user's problem file from the bytes read: from its source alone where that says enough (source.spec: the
+    file runs when one of its functions is first called), else run now."""
+    module = spec(source) or run(source)
+    return from_module(module, source.path.stem.replace("_", "-"), source.path, suite=False, origin=source)
 
 
-def _import_file(path: Path) -> ModuleType:
-    """Run the file as Python runs a script: its own folder first on the import path, so it may import its
-    neighbours."""
-    check_path(path)
-    folder = str(path.resolve().parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    spec = importlib.util.spec_from_file_location(f"pkroof_user_problem_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    except Exception as e:
-        first = (str(e).strip().splitlines() or [""])[0]
-        raise ValueError(f"{path}: cannot import it ({type(e).__name__}{': ' + first if first else ''})") from None
-    except SystemExit as e:  # a file that exits while imported must not end pkroof silently
-        raise ValueError(f"{path}: exited while it was imported (SystemExit: {e.code})") from None
-    return module
-
-
-_CONSTANTS = ("CATEGORY", "SOURCE", "SHAPES")
-_FUNCTIONS = ("inputs", "reference", "workload")
-
-
-def _literal(node: ast.expr) -> Any:
-    """A constant expression's value (literals, and integer arithmetic such as 8192 * 8192 * 2); ValueError else."""
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Add, ast.Sub, ast.Pow, ast.FloorDiv)):
-        left, right = _literal(node.left), _literal(node.right)
-        if not (isinstance(left, int) and isinstance(right, int)) or (isinstance(node.op, ast.Pow) and right > 64):
-            raise ValueError("not integer arithmetic")
-        ops = {ast.Mult: int.__mul__, ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Pow: int.__pow__}
-        return ops.get(type(node.op), int.__floordiv__)(left, right)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
-        return {k.arg: _literal(k.value) for k in node.keywords if k.arg is not None}
-    if isinstance(node, ast.Dict):
-        return {_literal(k): _literal(v) for k, v in zip(node.keys, node.values, strict=True) if k is not None}
-    return ast.literal_eval(node)
-
-
-def _signature(fn: ast.FunctionDef) -> inspect.Signature:
-    """The signature of a function as written, its defaults literals (ValueError where one is not)."""
-    a, P = fn.args, inspect.Parameter
-    positional = [*a.posonlyargs, *a.args]
-    defaults = [P.empty] * (len(positional) - len(a.defaults)) + [_literal(d) for d in a.defaults]
-    params = [
-        P(x.arg, P.POSITIONAL_ONLY if i < len(a.posonlyargs) else P.POSITIONAL_OR_KEYWORD, default=d)
-        for i, (x, d) in enumerate(zip(positional, defaults, strict=True))
-    ]
-    if a.vararg:
-        params.append(P(a.vararg.arg, P.VAR_POSITIONAL))
-    params += [
-        P(x.arg, P.KEYWORD_ONLY, default=P.empty if d is None else _literal(d))
-        for x, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)
-    ]
-    if a.kwarg:
-        params.append(P(a.kwarg.arg, P.VAR_KEYWORD))
-    return inspect.Signature(params)
-
-
-class WouldRunError(Exception):
-    """A problem file read from its source would have to run here (inside `without_running`)."""
-
-
-_NOT_HERE = contextvars.ContextVar("pkroof_not_here", default=False)
-
-
-@contextlib.contextmanager
-def without_running() -> Iterator[None]:
-    """While inside: a problem file read from its source never runs in this process (WouldRunError instead)."""
-    token = _NOT_HERE.set(True)
-    try:
-        yield
-    finally:
-        _NOT_HERE.reset(token)
-
-
-def refuse_to_run(path: Path | str) -> None:
-    """WouldRunError inside `without_running`: the caller is about to run a problem file's code."""
-    if _NOT_HERE.get():
-        raise WouldRunError(f"{path}: its code would run here")
-
-
-def read_without_running(path: Path) -> Problem | None:
-    """A user's problem file as the catalogue knows it from its source alone (literal constants, signatures),
-    never imported; None where its source sets them by code."""
-    check_path(path)
-    module = _read_source(path)
-    return None if module is None else from_module(module, path.stem.replace("_", "-"), path, suite=False)
-
-
-class _FromSource:
-    """A user's problem file read from its source without running it: its docstring, its literal CATEGORY, SOURCE
-    and SHAPES, and the signatures of its functions. The file is imported (runs) the first time one of its
-    functions is called or anything else of it is asked for."""
-
-    def __init__(self, path: Path, doc: str | None, constants: dict, functions: dict[str, inspect.Signature]):
-        self._path, self.__doc__, self._constants, self._functions = path, doc, constants, functions
-        self._module: ModuleType | None = None
-
-    def _real(self) -> ModuleType:
-        if self._module is None:
-            refuse_to_run(self._path)
-            self._module = _import_file(self._path)
-        return self._module
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        if name in self._constants:
-            return self._constants[name]
-        if name in self._functions:
-
-            def call(*args: Any, **kwargs: Any) -> Any:
-                return getattr(self._real(), name)(*args, **kwargs)
-
-            call.__signature__ = self._functions[name]  # type: ignore[attr-defined]
-            call.__name__ = name
-            return call
-        if name in _CONSTANTS or name in _FUNCTIONS:  # the source defines none: nothing to import for it
-            raise AttributeError(name)
-        return getattr(self._real(), name)
-
-
-_NAMES = (*_CONSTANTS, *_FUNCTIONS)
-
-
-def _defines(node: ast.stmt) -> list[str]:
-    """The contract's names a top-level statement binds or touches other than by a plain literal assignment or a
-    def: where any is, the file is imported rather than read (a star import, an import of `inputs`, an update of
-    SHAPES)."""
-    if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
-        return ["*"]
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        return [n for a in node.names if (n := (a.asname or a.name).split(".")[0]) in _NAMES]
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return [node.name] if node.name in _NAMES and (node.decorator_list or isinstance(node, ast.ClassDef)) else []
-    plain = isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets)
-    named = [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in _NAMES]
-    if plain:
-        targets = {t.id for t in node.targets}
-        return [n for n in named if n not in targets or n in _FUNCTIONS]
-    return named
-
-
-def _read_source(path: Path) -> _FromSource | None:
-    """The problem file's spec from its source, or None where it cannot be read without running it (a name the
-    contract looks for set by code rather than written: see _defines; a default or SHAPES that is not a literal)."""
-    try:
-        tree = ast.parse(path.read_bytes(), filename=str(path))
-    except (SyntaxError, ValueError):
-        return None  # importing it says what is wrong, in the usual words
-    constants: dict[str, Any] = {}
-    functions: dict[str, inspect.Signature] = {}
-    try:
-        for node in tree.body:
-            if _defines(node):
-                return None
-            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
-                names = [t.id for t in node.targets if t.id in _CONSTANTS]
-                if any(n in constants for n in names):
-                    return None  # set twice: which one holds is the code's business
-                constants |= dict.fromkeys(names, _literal(node.value)) if names else {}
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in _FUNCTIONS:
-                if node.name in functions:
-                    return None
-                functions[node.name] = _signature(node)
-    except (ValueError, TypeError, SyntaxError, KeyError, RecursionError):  # not a literal: run the file instead
+def from_source(source: SourceFile, tree: ast.Module | None = None) -> Problem | None:
+    """A user's problem file from its source alone (`tree`: its syntax tree, parsed already), never run in this
+    process (an attempt is a bug: it asserts); None where its source does not say what the catalogue needs without
+    running it."""
+    module = spec(source, tree, runnable=False)
+    if module is None:
         return None
-    return _FromSource(path, ast.get_docstring(tree, clean=False), constants, functions)
-
-
-def _load_file(path: Path) -> Problem:
-    check_path(path)
-    module = _read_source(path) or _import_file(path)
-    return from_module(module, path.stem.replace("_", "-"), path, suite=False)
+    return from_module(module, source.path.stem.replace("_", "-"), source.path, suite=False, origin=source)
 
 
 def names() -> list[str]:
@@ -508,7 +347,7 @@ def is_file(name_or_path: str) -> bool:
 def load(name_or_path: str) -> Problem:
     """A suite problem by name ("gemm-reduce-scatter") or a problem file by path ("my_problem.py")."""
     if is_file(name_or_path) and not is_suite_problem(name_or_path):
-        return _load_file(Path(name_or_path))
+        return load_source(read(Path(name_or_path)))
     if not is_suite_problem(name_or_path):
         raise ValueError(f"unknown problem {name_or_path!r} (`pkroof problems` lists the suite; or give a .py file)")
     module = importlib.import_module(f"pkroof.kernels.problems.{name_or_path.replace('-', '_')}")

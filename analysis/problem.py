@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pkroof.analysis.catalogue import Problem, ProblemError, check_workload, guarded, refuse_to_run
+from pkroof.analysis.catalogue import Problem, ProblemError, check_workload, guarded
 from pkroof.analysis.catalogue import load as load_problem
 from pkroof.rooflines import (
     DTYPE_BYTES,
@@ -68,41 +68,53 @@ def _torch_missing(problem: Problem) -> ValueError:
     )
 
 
+def uses_hand_written(problem: Problem, dtype: str | None) -> bool:
+    """Whether the problem's workload is its hand-written workload() (one that takes `dtype` where one is asked)."""
+    return problem.has_workload and (dtype is None or problem.workload_takes_dtype)
+
+
+def cached_workload(
+    problem: Problem, world_size: int, params: dict[str, Any], *, dtype: str | None = None, cpu_ranks: bool = True
+) -> Workload | None:
+    """The traced workload from what is at hand, running nothing of the problem's: the trace cache's entry (without
+    torch: the trace shipped with pkroof); None where there is none, or where its hand-written workload() is used."""
+    from . import trace_cache
+
+    _check_dtype(dtype)
+    if uses_hand_written(problem, dtype):
+        return None
+    if not has_torch():  # the suite's traces ship with the package, in their own dtype
+        found = trace_cache.shipped(trace_cache.key(problem, world_size, params, None, "meta", any_torch=True))
+        return found if found is not None and dtype in (None, found.dtype) else None
+    # traced before, same file bytes, shape, ranks, dtype, torch and tracer: no torch import
+    return trace_cache.get(trace_cache.key(problem, world_size, params, dtype, "trace" if cpu_ranks else "meta"))
+
+
 def workload_of(
     problem: Problem, world_size: int, params: dict[str, Any], *, dtype: str | None = None, cpu_ranks: bool = True
 ) -> Workload:
-    """The problem's hand-written workload if it has one, else the one traced from its reference; in `dtype` where
-    given (a hand-written workload that takes `dtype` gets it, else the trace casts the inputs). `cpu_ranks`
-    False: a reference that needs values is a NeedsDataError instead of a trace on CPU ranks. What the problem's own
-    code prints goes to stderr: stdout is pkroof's (`bound --json`)."""
-    with contextlib.redirect_stdout(sys.stderr):
-        return _workload_of(problem, world_size, params, dtype, cpu_ranks)
-
-
-def _workload_of(
-    problem: Problem, world_size: int, params: dict[str, Any], dtype: str | None, cpu_ranks: bool
-) -> Workload:
+    """The problem's hand-written workload if it has one, else the one traced from its reference (from the trace
+    cache where it was traced before); in `dtype` where given (a hand-written workload that takes `dtype` gets it,
+    else the trace casts the inputs). `cpu_ranks` False: a reference that needs values is a NeedsDataError instead
+    of a trace on CPU ranks. What the problem's own code prints goes to stderr: stdout is pkroof's (`bound --json`)."""
     _check_dtype(dtype)
-    if problem.has_workload and (dtype is None or problem.workload_takes_dtype):
-        refuse_to_run(problem.path)
-        return _hand_written(problem, world_size, params, dtype)
-    from . import trace_cache
-
-    how = "trace" if cpu_ranks else "meta"
-    if not has_torch():  # the suite's traces ship with the package, in their own dtype; the rest needs torch
-        found = trace_cache.shipped(trace_cache.key(problem, world_size, params, None, "meta", any_torch=True))
-        if found is None or dtype not in (None, found.dtype):
+    with contextlib.redirect_stdout(sys.stderr):
+        if uses_hand_written(problem, dtype):
+            return _hand_written(problem, world_size, params, dtype)
+        found = cached_workload(problem, world_size, params, dtype=dtype, cpu_ranks=cpu_ranks)
+        if found is not None:
+            return found
+        if not has_torch():  # the rest of tracing needs torch
             raise _torch_missing(problem)
-        return found
+        return _traced(problem, world_size, params, dtype, cpu_ranks)
 
-    name = trace_cache.key(problem, world_size, params, dtype, how)
-    hit = trace_cache.get(name)
-    if hit is not None:  # traced before, same file bytes, shape, ranks, dtype, torch and tracer: no torch import
-        trace_cache.collect(trace_cache.key(problem, world_size, params, dtype, "meta", any_torch=True), hit)
-        return hit
-    refuse_to_run(problem.path)  # a miss: tracing runs the file
+
+def _traced(problem: Problem, world_size: int, params: dict[str, Any], dtype: str | None, cpu_ranks: bool) -> Workload:
+    """The reference traced (on meta tensors, else on CPU ranks where `cpu_ranks`), stored in the trace cache."""
+    from . import trace_cache
     from .trace import NEEDS_DATA, input_dtype, trace, trace_on_meta
 
+    name = trace_cache.key(problem, world_size, params, dtype, "trace" if cpu_ranks else "meta")
     if dtype is not None and dtype == input_dtype(problem, world_size, params):
         dtype = None
     if problem.has_workload and dtype is None:
@@ -115,7 +127,6 @@ def _workload_of(
     except NEEDS_DATA as e:
         raise NeedsDataError(f"{problem.name}: its reference needs data to trace ({type(e).__name__})") from None
     trace_cache.put(name, traced)
-    trace_cache.collect(trace_cache.key(problem, world_size, params, dtype, "meta", any_torch=True), traced)
     return traced
 
 
@@ -138,31 +149,45 @@ def shipped_workload(problem: Problem, world_size: int, params: dict[str, Any], 
     return found
 
 
-def _sized(problem: Problem, world_size: int, params: dict[str, Any], dtype: str | None, **kw: Any) -> Workload:
+def sized(
+    problem: Problem, world_size: int, params: dict[str, Any], dtype: str | None = None, **kw: Any
+) -> tuple[dict[str, Any], Workload]:
     """workload_of, with a collective's `size_bytes` that does not split over `world_size` ranks rounded down to
-    one that does (64 MiB over 72 ranks: 67107840 B); the workload's params say the size used."""
+    one that does (64 MiB over 72 ranks: 67107840 B); (the parameters used, the workload)."""
     try:
-        return workload_of(problem, world_size, params, dtype=dtype, **kw)
+        return params, workload_of(problem, world_size, params, dtype=dtype, **kw)
     except ValueError:
         size = params.get("size_bytes")
         if not isinstance(size, int) or whole_size(size, world_size) in (size, 0):
             raise
-        return workload_of(
-            problem, world_size, params | {"size_bytes": whole_size(size, world_size)}, dtype=dtype, **kw
-        )
+        rounded = params | {"size_bytes": whole_size(size, world_size)}
+        return rounded, workload_of(problem, world_size, rounded, dtype=dtype, **kw)
 
 
-def _sweep(problem: Problem, params: dict[str, Any], world_size: int, dtype: str | None) -> list[Workload]:
-    """The problem along its size (collectives: SWEEP_SIZES) or across its named shapes (everything else): what
-    can be had cheaply, a hand-written workload or a trace on meta tensors, never CPU ranks."""
+def sweep_params(problem: Problem, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """The points of the problem's sweep from `params`: along its size (collectives: SWEEP_SIZES), else across its
+    named shapes."""
     if "size_bytes" in params:
-        variants = [params | {"size_bytes": s} for s in SWEEP_SIZES]
-    else:
-        variants = [problem.params(name) for name in problem.shapes]
+        return [params | {"size_bytes": s} for s in SWEEP_SIZES]
+    return [problem.params(name) for name in problem.shapes]
+
+
+def _sweep(
+    problem: Problem, params: dict[str, Any], world_size: int, dtype: str | None, run: bool
+) -> list[Workload] | None:
+    """The problem's sweep (sweep_params): what can be had cheaply, a hand-written workload or a trace on meta
+    tensors, never CPU ranks. Not `run`: from the trace cache alone, None where a point would have to run the
+    problem's code."""
     out = []
-    for p in variants:
+    for p in sweep_params(problem, params):
+        if not run:
+            found = cached_workload(problem, world_size, p, dtype=dtype, cpu_ranks=False)
+            if found is None and has_torch():
+                return None
+            out += [found] if found is not None else []  # without torch no run could trace it either: skipped
+            continue
         try:
-            out.append(_sized(problem, world_size, p, dtype, cpu_ranks=False))
+            out.append(sized(problem, world_size, p, dtype, cpu_ranks=False)[1])
         except ValueError:  # a shape that does not divide by this world size, or one that needs data: off the chart
             continue
     return out
@@ -211,6 +236,36 @@ def analyze(
     values to trace is a NeedsDataError rather than a trace on CPU ranks. `round_size`: a collective's size that
     does not split over the ranks is rounded down instead of refused (the analytic report's 72 ranks).
     Bad names, shapes, parameters and dtypes are a ValueError of one line."""
+    kw = dict(shape=shape, params=params, world_size=world_size, nodes=nodes, ranks_per_node=ranks_per_node)
+    found = _analyze(problem, topology, **kw, dtype=dtype, workload=workload, sweep=sweep, cpu_ranks=cpu_ranks,
+                     round_size=round_size, run=True)  # fmt: skip
+    assert found is not None, "an analysis that may run the problem's code always has a result"
+    return found
+
+
+def analyze_from_cache(problem: Problem, *, topology: str | Topology, **kw: Any) -> ProblemAnalysis | None:
+    """analyze(problem, topology=..., **kw) from what is at hand, running nothing of the problem's code: None where
+    it would have to run (its hand-written workload(), a trace the cache does not hold: at the point, or with
+    `sweep` at any point of the sweep). Bad names, shapes and parameters are a ValueError, as for analyze()."""
+    return _analyze(problem, topology, **kw, run=False)
+
+
+def _analyze(
+    problem: str | Problem | None,
+    topology: str | Topology,
+    *,
+    shape: str | None = None,
+    params: dict[str, Any] | None = None,
+    world_size: int | None = None,
+    nodes: int | None = None,
+    ranks_per_node: int | None = None,
+    dtype: str | None = None,
+    workload: Workload | None = None,
+    sweep: bool = False,
+    cpu_ranks: bool = True,
+    round_size: bool = False,
+    run: bool,
+) -> ProblemAnalysis | None:
     topo = topology if isinstance(topology, Topology) else resolve(topology, nodes=nodes)
     system = topo.system(world_size, ranks_per_node)
     world = system.world_size
@@ -224,12 +279,22 @@ def analyze(
     at = p.params(shape, overrides)
     label = p.shape_label(shape, overrides)
     if workload is None:
-        build = _sized if round_size else workload_of
-        workload = build(p, world, at, dtype=dtype, cpu_ranks=cpu_ranks)
+        if run and round_size:
+            workload = sized(p, world, at, dtype, cpu_ranks=cpu_ranks)[1]
+        elif run:
+            workload = workload_of(p, world, at, dtype=dtype, cpu_ranks=cpu_ranks)
+        else:
+            workload = cached_workload(p, world, at, dtype=dtype, cpu_ranks=cpu_ranks)
+            if workload is None and not uses_hand_written(p, dtype) and not has_torch():
+                raise _torch_missing(p)  # no run could trace it either
+            if workload is None:
+                return None
         if round_size and "size_bytes" in at:  # the size used: rounded where it did not split
             at = at | {"size_bytes": int(workload.params.get("size", at["size_bytes"]))}
         check_fits(workload, topo.gpu.hbm_capacity_bytes, topo.gpu.name)
-    others = _sweep(p, at, world, dtype) if sweep else []
+    others = _sweep(p, at, world, dtype, run) if sweep else []
+    if others is None:
+        return None
     return ProblemAnalysis(p, label, at, topo, analyze_workload(workload, system, sweep=others))
 
 

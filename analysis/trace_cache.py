@@ -107,7 +107,6 @@ def put(name: str, workload: Workload) -> None:
 
 
 _shipped: dict[str, Workload] | None = None
-_collect: dict[str, Workload] | None = None  # while ship_traces runs: every trace under its shipped key
 
 
 def shipped(name: str) -> Workload | None:
@@ -120,16 +119,3 @@ def shipped(name: str) -> Workload | None:
                 entry = json.loads(line)
                 _shipped[entry["key"]] = workload_from_dict(entry["workload"])
     return _shipped.get(name)
-
-
-def collect(name: str, workload: Workload) -> None:
-    """Keep `workload` under its shipped key `name` while collecting (tools/ship_traces.py), else nothing."""
-    if _collect is not None:
-        _collect[name] = workload
-
-
-def collecting(on: bool) -> dict[str, Workload]:
-    """Start (on) or stop collecting every trace under its shipped key; what was collected."""
-    global _collect
-    found, _collect = (_collect or {}), ({} if on else None)
-    return found

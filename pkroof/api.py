@@ -1,6 +1,6 @@
 """The Python API: `pkroof.bound`, `pkroof.advise` and `pkroof.profile`, as thin as the CLI.
 
-`bound` and `advise` take the CLI's route (`pkroof.analysis.isolated.analyze_anywhere`: a suite problem analysed
+`bound` and `advise` take the CLI's route (`pkroof.analysis.user_file.analyze_anywhere`: a suite problem analysed
 here, a user's problem file from the trace cache or in a process of its own stopped after `timeout_s`) and return
 the model's own results: a `Bound` (rooflines/bound.py) whose attributes include every key of `pkroof bound --json`
 (`Bound.to_dict()` is that object), and its `Advice` (rooflines/advice.py), whose attributes include every key of
@@ -76,7 +76,7 @@ def _bounds(
     timeout_s: float,
 ) -> list[Bound] | Bound:
     """The bound of `problem` at each size, as `pkroof bound` makes it (one Bound, or a list for a sequence)."""
-    from pkroof.analysis.isolated import analyze_anywhere
+    from pkroof.analysis.user_file import analyze_anywhere
     from pkroof.topology.default import default_topology
 
     listed, many = _sizes(size)

@@ -119,7 +119,7 @@ def _analyses(
     seconds) at each size asked for (its own where none was), or one line and exit 2. In a -b/-e sweep a size that
     does not split over the ranks is rounded down as nccl-tests does, and one that cannot be bounded (too small to
     split, too large to fit) is skipped with a line on stderr."""
-    from pkroof.analysis.isolated import analyze_anywhere
+    from pkroof.analysis.user_file import analyze_anywhere
     from pkroof.topology import resolve
 
     listed, sweep = sizes

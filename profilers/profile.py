@@ -11,20 +11,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pkroof.analysis.catalogue import Problem, ProblemError, check_path, is_file, is_suite_problem, load
-from pkroof.analysis.isolated import PRELOAD
+from pkroof.analysis.catalogue import Problem, ProblemError, is_file, is_suite_problem, load
 from pkroof.analysis.problem import NeedsDataError, ProblemAnalysis, analyze, has_torch
+from pkroof.analysis.source import check_path
+from pkroof.analysis.user_file import PRELOAD
 from pkroof.records import format as records
 from pkroof.records.evaluate import derive
 from pkroof.rooflines import DTYPE_BYTES, bus_bandwidth_factor
 from pkroof.rooflines.units import fmt_bytes, fmt_s
 from pkroof.rooflines.workload import workload_to_dict
-from pkroof.runtime.launch import phase, run_isolated
+from pkroof.runtime.isolated import run_isolated
+from pkroof.runtime.launch import phase
 from pkroof.runtime.launched import Control, launched
 from pkroof.topology import Topology, dumps, resolve
 
 from .across_nodes import JobLostError, Placement, check_files, follow, job_topology, join, placement, run_launched
-from .run import Job, check_builtin, check_impl_spec, finish, resolve_impl, run_job
+from .implementations import check_builtin, check_impl_spec, resolve_impl
+from .run import Job, finish, run_job
 
 REFERENCE_PAIR = {"mechanism": "nccl", "schedule": "serial"}  # PyTorch + torch.distributed: compute, then NCCL
 HEADER = (

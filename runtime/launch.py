@@ -1,22 +1,15 @@
 """Start N rank processes, wait for them with a deadline, stop them all on any failure: the one launcher.
 
 Ranks come from the standard library's fork server (torch imported once, CUDA never), so the parent never needs
-CUDA and a rank starts in a fraction of a second; each is a guard and the worker it forks (below: process
-hygiene). `run_ranks` also joins them in a process group (gloo on CPU, NCCL on GPUs) and brings each rank's return
-value back.
+CUDA and a rank starts in a fraction of a second; each is a guard and the worker it forks (runtime/process_tree.py).
+`run_ranks` also joins them in a process group (gloo on CPU, NCCL on GPUs) and brings each rank's return value back.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import importlib
 import multiprocessing
 import os
 import pickle
-import resource
-import select
-import shutil
 import signal
 import socket
 import sys
@@ -28,6 +21,18 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from .process_tree import (
+    PR_SET_CHILD_SUBREAPER,
+    TEMP_PREFIX,
+    is_subreaper,
+    kill_tree,
+    prctl,
+    processes,
+    rank_guard,
+    reap,
+    reap_stale_folders,
+)
 
 # NVLink multicast (NVLS) stays off unless the user asks pkroof for it: on shared hosts it can take GPUs out of
 # service. The only way to ask is `pkroof probe --allow-multicast`, which sets ALLOW_MULTICAST for its own ranks.
@@ -134,211 +139,6 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-# --- process hygiene ---------------------------------------------------------------------------------------------
-# Each rank is a guard (the spawned process, tiny: no torch, no user code) and a worker it forks at once, which runs
-# the target. The guard leads its own process group (a timeout kill reaches the worker's subprocess.Popen children)
-# and is a child subreaper (a double-forked setsid grandchild reparents to it, so it stays in the tree). It waits on
-# the worker and on a pipe from pkroof: the pipe's end of file (pkroof gone, SIGKILL included, or stop_ranks) makes
-# it freeze and kill its whole tree, then leave. The worker dies with its guard (PR_SET_PDEATHSIG). A guard that
-# itself got SIGKILL is handled by pkroof: its process group and the tree under it, found through /proc, and the
-# orphans reparented to pkroof (a child subreaper while ranks run).
-# A rank cannot kill itself on its parent's death as its first act (PR_SET_PDEATHSIG, SIGKILL): the kernel's
-# SIGKILL leaves it no moment to stop its own children, which then run on under init. The guard can.
-
-_PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER, _PR_GET_CHILD_SUBREAPER = 1, 36, 37
-TEMP_PREFIX = "pkroof-ranks-"  # + the owner's PID + "-": a folder whose owner is dead is removed at the next start
-
-
-def _prctl(option: int, value: int) -> bool:
-    """prctl(option, value) on Linux; False where there is no prctl (another OS) or it failed."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-def _is_subreaper() -> bool:
-    if not sys.platform.startswith("linux"):
-        return False
-    flag = ctypes.c_int(0)
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) == 0 and bool(flag.value)
-    except (OSError, AttributeError):
-        return False
-
-
-def _stat(pid: int) -> tuple[int, int, str] | None:
-    """(parent PID, process group, state) of `pid` from /proc, None where it is gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text.rpartition(")")[2].split()
-    return int(fields[1]), int(fields[2]), fields[0]
-
-
-def _processes() -> dict[int, tuple[int, int, str]]:
-    out = {}
-    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
-        if entry.name.isdigit() and (stat := _stat(int(entry.name))) is not None:
-            out[int(entry.name)] = stat
-    return out
-
-
-def descendants(roots: set[int], groups: set[int] = frozenset()) -> set[int]:
-    """Every live process below `roots` (their children, the children's children...) and every process in one of
-    the process `groups`, by /proc's parent links; the roots themselves are not in it."""
-    table = _processes()
-    found = {p for p, (_, pgid, state) in table.items() if pgid in groups and state != "Z"} - roots
-    frontier = set(roots) | found
-    while frontier:
-        below = {p for p, (ppid, _, state) in table.items() if ppid in frontier and state != "Z"} - found - roots
-        found |= below
-        frontier = below
-    return found
-
-
-def _signal(pid: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, signum)
-
-
-def kill_tree(roots: set[int], groups: set[int] = frozenset(), *, include_roots: bool = True) -> set[int]:
-    """Freeze (SIGSTOP) and then kill (SIGKILL) `roots`' descendants and the members of `groups`, and the roots
-    with `include_roots`: stopped first, so nothing forks or reparents while the tree is read. What was killed."""
-    me = os.getpid()
-    frozen: set[int] = set()
-    for _ in range(50):  # until a reading of /proc finds nothing new
-        found = (descendants(roots, groups) | (set(roots) if include_roots else set())) - {me}
-        new = found - frozen
-        if not new:
-            break
-        for pid in new:
-            _signal(pid, signal.SIGSTOP)
-        frozen |= new
-    for pid in frozen:
-        _signal(pid, signal.SIGKILL)
-    return frozen
-
-
-def _reap(pids: set[int]) -> None:
-    """Collect the exit status of those of `pids` that are this process's children (zombies otherwise)."""
-    for pid in pids:
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
-
-
-def reap_stale_folders(tmp: Path | None = None) -> list[Path]:
-    """Remove the rank folders (TEMP_PREFIX) whose owner process is dead (a pkroof killed with SIGKILL); ours only."""
-    removed = []
-    for folder in Path(tmp or tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*"):
-        owner = folder.name.removeprefix(TEMP_PREFIX).partition("-")[0]
-        try:
-            if not owner.isdigit() or folder.stat().st_uid != os.getuid() or not folder.is_dir():
-                continue
-        except OSError:
-            continue
-        stat = _stat(int(owner))
-        if int(owner) == os.getpid() or (stat is not None and stat[2] != "Z"):
-            continue  # its owner runs
-        shutil.rmtree(folder, ignore_errors=True)
-        removed.append(folder)
-    return removed
-
-
-def _guard(payload: bytes, watch: Any, env: dict[str, str], cwd: str, path: list[str]) -> None:
-    """The process of one rank: fork the worker, wait for it or for pkroof's end, leave no process behind. It exits
-    as its worker did (the same code, or killed by the same signal), so a crash reads the same. It came from the
-    fork server, so it takes pkroof's environment, folder and import path of now, not of the server's start."""
-    os.environ.clear()
-    os.environ.update(env)
-    os.chdir(cwd)
-    sys.path[:] = path
-    os.setpgid(0, 0)
-    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
-    stop = threading.Event()
-    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(s, lambda *_: stop.set())
-    guard = os.getpid()  # pkroof gone before this line: the pipe is at its end already, and the worker is stopped
-    worker = os.fork()
-    if worker == 0:
-        _worker(payload, guard, watch)
-    fd = watch.fileno()
-    status = None
-    while status is None and not stop.is_set():
-        ready, _, _ = select.select([fd], [], [], 0.05)
-        if ready:  # pkroof closed the pipe or is gone: end of file
-            break
-        status = _reap_children(worker)
-    stopped = status is None  # pkroof's end or its stop: the worker is killed with the rest
-    kill_tree({guard}, {guard}, include_roots=False)
-    last = _reap_children(worker, block=True)
-    status = last if status is None else status
-    if stopped or status is None:
-        os._exit(1)
-    if os.WIFSIGNALED(status):
-        signum = os.WTERMSIG(status)
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the worker's signal again, without a core file
-        with contextlib.suppress(OSError, ValueError):  # SIGKILL has no handler to reset
-            signal.signal(signum, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
-        os.kill(os.getpid(), signum)
-    os._exit(os.waitstatus_to_exitcode(status) if not os.WIFSIGNALED(status) else 1)
-
-
-def _reap_children(worker: int, *, block: bool = False) -> int | None:
-    """Collect every child of this guard that ended (orphans reparent to it); the worker's wait status if it ended.
-    `block`: wait until no child is left (after kill_tree)."""
-    status = None
-    while True:
-        try:
-            pid, code = os.waitpid(-1, 0 if block else os.WNOHANG)
-        except ChildProcessError:
-            return status
-        if pid == 0:
-            return status
-        if pid == worker:
-            status = code
-
-
-def _worker(payload: bytes, guard: int, watch: Any) -> None:
-    """The rank itself, forked by its guard: dies with the guard, then runs the target."""
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != guard:  # the guard died before the line above: nothing to wait for
-        os._exit(1)
-    watch.close()
-    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(s, signal.SIG_DFL)
-    # it may start ranks of its own (a user's file analysed apart is traced on CPU ranks when it needs values):
-    # no daemon to multiprocessing, which refuses a daemon's children; its guard kills whatever it starts
-    multiprocessing.current_process()._config["daemon"] = False
-    try:
-        target, args = pickle.loads(payload)
-        target(*args)
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-        if not isinstance(e.code, int | None):
-            print(e.code, file=sys.stderr)
-        _flush()
-        os._exit(code)
-    except BaseException:
-        traceback.print_exc()
-        _flush()
-        os._exit(1)
-    _flush()
-    os._exit(0)
-
-
-def _flush() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-
-
 LOOPBACK_ENV = {"GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo"}  # one node: gloo's and NCCL's own sockets
 
 
@@ -376,16 +176,16 @@ def start_ranks(target: Callable[..., None], world: int, args: tuple, *, loopbac
     """target(rank, world, *args) in `world` processes (each a guard and its worker, above). `loopback` (one node):
     gloo's and NCCL's sockets on the loopback interface where the user set none."""
     ctx = _context()
-    before = {p for p, (ppid, _, _) in _processes().items() if ppid == os.getpid()}
-    subreaper_was = _is_subreaper()
-    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    before = {p for p, (ppid, _, _) in processes().items() if ppid == os.getpid()}
+    subreaper_was = is_subreaper()
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
     env = dict(os.environ) | {k: v for k, v in LOOPBACK_ENV.items() if loopback and k not in os.environ}
     procs, pipes = [], []
     for rank in range(world):
         reader, writer = ctx.Pipe(duplex=False)
         payload = pickle.dumps((target, (rank, world, *args)))
         guard_args = (payload, reader, env, os.getcwd(), list(sys.path))
-        procs.append(ctx.Process(target=_guard, args=guard_args, daemon=True))
+        procs.append(ctx.Process(target=rank_guard, args=guard_args, daemon=True))
         pipes.append((reader, writer))
     ranks = Ranks(procs, pipes, before, subreaper_was)
     try:
@@ -430,16 +230,16 @@ def _sweep_orphans(ranks: Ranks, started: set[int]) -> None:
     known = ranks.before | started | {getattr(resource_tracker._resource_tracker, "_pid", None), _server()}
     mine, quiet = os.getpid(), 0
     while quiet < 2:
-        table = _processes()
+        table = processes()
         children = {p for p, (ppid, _, _) in table.items() if ppid == mine and p not in known}
         dead = {p for p in children if table[p][2] == "Z"}
         if children - dead:
             kill_tree(children - dead)
-        _reap(children)
+        reap(children)
         quiet = 0 if children else quiet + 1
         time.sleep(0.02)
     if not ranks.subreaper_was:
-        _prctl(_PR_SET_CHILD_SUBREAPER, 0)
+        prctl(PR_SET_CHILD_SUBREAPER, 0)
 
 
 def _read_exact(path: Path) -> str:
@@ -597,75 +397,3 @@ def run_ranks(
         finally:
             stop_ranks(procs)
         return [pickle.loads(Path(folder, f"{r}.pickle").read_bytes()) for r in range(world)]
-
-
-class IsolatedError(ValueError):
-    """What a user's file did in run_isolated's process, in one line: it hung past its deadline, died, or raised
-    something other than a ValueError. `details`: the traceback where there is one."""
-
-    def __init__(self, message: str, details: str = "") -> None:
-        self.details = details
-        super().__init__(message)
-
-
-def _isolated_main(rank: int, world: int, fn: Callable, args: tuple, folder: str, preload: tuple[str, ...]) -> None:
-    os.environ[PHASE_FILE] = str(Path(folder, f"{rank}.phase"))
-    for module in preload:  # pkroof's own imports (torch) are start-up, not the user's file's time
-        with contextlib.suppress(ImportError):
-            importlib.import_module(module)
-    Path(folder, f"{rank}.ready").write_text("")
-    try:
-        outcome: tuple = ("returned", fn(*args))
-    except ValueError as e:  # a user error: the same exception in the caller, where it pickles
-        outcome = ("raised", e, traceback.format_exc())
-    except BaseException as e:  # SystemExit, KeyboardInterrupt of the file's own, any other error: one line
-        first = (str(e).strip().splitlines() or [""])[0]
-        outcome = ("failed", f"{type(e).__name__}{': ' + first if first else ''}", traceback.format_exc())
-    try:
-        data = pickle.dumps(outcome)
-    except Exception as e:  # an exception or a result that does not pickle
-        data = pickle.dumps(("failed", f"its result could not be sent back ({type(e).__name__}: {e})", ""))
-    Path(folder, f"{rank}.pickle").write_bytes(data)
-    _flush()
-    os._exit(0)
-
-
-def run_isolated(
-    fn: Callable,
-    args: tuple,
-    *,
-    timeout_s: float,
-    what: str,
-    startup_s: float = STARTUP_S,
-    preload: tuple[str, ...] = (),
-) -> Any:
-    """fn(*args) in a process of its own (a guard and its worker, as a rank), stopped at `timeout_s`; its return
-    value. For the user's files that the parent would otherwise import or run (an import that loops, a reference
-    that never returns while traced): `what` says what ran ("loading my_problem.py"), and every way it can fail is
-    one line: a ValueError it raised is raised here as it is; a hang, a death (os._exit, a signal) or another error
-    is an IsolatedError. The deadline starts once the process runs fn (its start-up, `preload`'s imports included,
-    has `startup_s`)."""
-    reap_stale_folders()
-    with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as folder, stopped_by_signals():
-        procs = start_ranks(_isolated_main, 1, (fn, args, folder, preload), loopback=True)
-        start = time.monotonic()
-        try:
-            wait_ranks(procs, timeout_s, Path(folder), startup_s=startup_s)
-        except RankTimeoutError as e:
-            if e.startup:
-                raise IsolatedError(f"{what}: its process did not start in {startup_s:g} s; stopped") from None
-            doing = e.phases.get(0) or what
-            seconds = time.monotonic() - start
-            raise IsolatedError(
-                f"{what}: stopped after {seconds:.0f} s, still {doing} (the limit is {timeout_s:g} s: --timeout)"
-            ) from None
-        except RankFailedError as e:
-            raise IsolatedError(f"{what}: its process {e.how}", e.details) from None
-        finally:
-            stop_ranks(procs)
-        outcome = pickle.loads(Path(folder, "0.pickle").read_bytes())
-    if outcome[0] == "returned":
-        return outcome[1]
-    if outcome[0] == "raised":
-        raise outcome[1]
-    raise IsolatedError(f"{what}: {outcome[1]}", outcome[2])

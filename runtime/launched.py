@@ -34,17 +34,16 @@ from typing import Any
 from .launch import (
     CAUSE_GRACE_S,
     STARTUP_S,
-    TEMP_PREFIX,
     RankFailedError,
     _failed,
     _phases,
     _ready,
-    reap_stale_folders,
     serve_rank,
     start_ranks,
     stop_ranks,
     stopped_by_signals,
 )
+from .process_tree import TEMP_PREFIX, reap_stale_folders
 
 BEAT_S = 0.5  # how often a control says it is alive, and how often it looks at the others'
 POLL_S = 0.05

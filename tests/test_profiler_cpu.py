@@ -138,7 +138,7 @@ def test_bad_problem_files_are_one_line_errors(tmp_path):
 
 
 def test_torch_fast_paths_are_named_implementations_where_they_apply(tmp_path):
-    from pkroof.profilers.run import resolve_impl
+    from pkroof.profilers.implementations import resolve_impl
 
     assert callable(resolve_impl(load("all-reduce"), "torch-symm-mem-two-shot"))
     assert callable(resolve_impl(load("gemm-reduce-scatter"), "torch-fused-matmul-reduce-scatter"))
@@ -226,7 +226,7 @@ def test_finish_keeps_measurements_and_reading_derives_fraction_speedup_and_mode
 
 
 def test_graph_samples_hold_enough_back_to_back_calls():
-    from pkroof.profilers.run import INPUT_SETS, MAX_CALLS, SAMPLE_S, calls_per_sample
+    from pkroof.profilers.sampling import INPUT_SETS, MAX_CALLS, SAMPLE_S, calls_per_sample
 
     assert (SAMPLE_S, INPUT_SETS, MAX_CALLS) == (2e-3, 3, 21)  # the numbers the cases below are derived from
     assert calls_per_sample(150e-6) == 15  # ceil(2 ms / 150 µs) = 14, rounded up to a multiple of 3 input sets

@@ -17,8 +17,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from pkroof.profilers.checks import compare, verdict  # noqa: E402
 from pkroof.profilers.profile import topology_ref  # noqa: E402
-from pkroof.profilers.run import Job, _compare, _verdict, run_job  # noqa: E402
+from pkroof.profilers.run import Job, run_job  # noqa: E402
 from pkroof.records import format as records  # noqa: E402
 from pkroof.runtime.launch import RankFailedError, _failed  # noqa: E402
 from pkroof.topology import resolve  # noqa: E402
@@ -73,21 +74,21 @@ def test_output_wrong_on_one_rank_is_incorrect_at_once_and_says_which_rank():
 
 def test_mismatched_and_nan_outputs_have_no_error_number_and_say_why():
     want = (torch.zeros(4, 2),)
-    ok, error, why = _compare((torch.zeros(8),), want)
+    ok, error, why = compare((torch.zeros(8),), want)
     assert (ok, error) == (False, None) and "got ((8,), torch.float32)" in why
-    assert _compare((None,), want)[:2] == (False, None)
+    assert compare((None,), want)[:2] == (False, None)
     nan = torch.zeros(4, 2)
     nan[1, 1] = nan[3, 0] = float("nan")
-    assert _compare((nan,), want) == (False, None, "output 0: has NaN at 2 of 8 elements (first at (1, 1))")
+    assert compare((nan,), want) == (False, None, "output 0: has NaN at 2 of 8 elements (first at (1, 1))")
     # the ranks' verdicts: one without a number leaves the trial without one, and each rank's reason is kept
-    ok, error, why = _verdict(0, [(True, 0.0, ""), (False, None, "output 0: has NaN")])
+    ok, error, why = verdict(0, [(True, 0.0, ""), (False, None, "output 0: has NaN")])
     assert (ok, error, why) == (False, None, "trial 1: rank 1: output 0: has NaN")
-    assert _verdict(2, [(False, 2.0, "x"), (False, 3.0, "x")]) == (False, 3.0, "trial 3: ranks 0, 1: x")
+    assert verdict(2, [(False, 2.0, "x"), (False, 3.0, "x")]) == (False, 3.0, "trial 3: ranks 0, 1: x")
     record = {"problem": "p", "shape": "s", "params": {}, "impl": "i", "world_size": 2, "max_abs_error": error}
     assert json.loads(json.dumps(record, allow_nan=False))["max_abs_error"] is None  # standard JSON: null
-    ok, error, why = _compare((torch.full((4, 2), math.inf),), want)
+    ok, error, why = compare((torch.full((4, 2), math.inf),), want)
     assert (ok, error, why) == (False, math.inf, "output 0: 8 of 8 elements differ (max |error| inf)")
-    assert _verdict(0, [(False, error, why), (True, 0.0, "")])[1] is None  # infinitely off: no number either
+    assert verdict(0, [(False, error, why), (True, 0.0, "")])[1] is None  # infinitely off: no number either
 
 
 def test_a_record_after_a_line_cut_mid_write_gets_a_line_of_its_own(tmp_path):

@@ -8,7 +8,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.multigpu]
 
 def test_references_and_torch_fast_paths_on_gpus(tmp_path):
     from pkroof.profilers.profile import profile
-    from pkroof.profilers.run import calls_per_sample
+    from pkroof.profilers.sampling import calls_per_sample
 
     lines = []
     written = profile(

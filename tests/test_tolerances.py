@@ -8,7 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from pkroof.profilers.run import TOLERANCES, Job, _compare, _widened, run_job, tolerance  # noqa: E402
+from pkroof.profilers.checks import TOLERANCES, _widened, compare, tolerance  # noqa: E402
+from pkroof.profilers.run import Job, run_job  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "problems"
 RUNNING_SUM = str(DATA / "bf16_running_sum.py")
@@ -31,11 +32,11 @@ def test_an_element_one_ulp_off_the_reference_but_on_the_exact_value_is_right_wi
     bf = torch.bfloat16
     want, got = torch.tensor([296.0, 290.0], dtype=bf), torch.tensor([300.0, 300.0], dtype=bf)
     exact = torch.tensor([300.0, 300.0], dtype=torch.float32)
-    ok, worst, why = _compare((got,), (want,))
+    ok, worst, why = compare((got,), (want,))
     assert not ok and worst == 10.0 and why == "output 0: 1 of 2 elements differ (max |error| 10)"
-    assert _compare((got,), (want,), oracle=(exact,))[0]
+    assert compare((got,), (want,), oracle=(exact,))[0]
     # farther from the exact value than the reference, and outside the tolerance: wrong with the oracle too
-    assert not _compare((torch.tensor([300.0, 280.0], dtype=bf),), (want,), oracle=(exact,))[0]
+    assert not compare((torch.tensor([300.0, 280.0], dtype=bf),), (want,), oracle=(exact,))[0]
 
 
 def test_the_oracle_widens_16_and_32_bit_floats_and_leaves_the_rest():
@@ -104,12 +105,12 @@ def test_complex_outputs_are_compared_part_by_part():
     # (1+2j) against the reference's (1+2j): right; its conjugate (1−2j) or its real part alone (1+0j) differ by
     # 4 and 2 in the imaginary part, far outside fp32's 1e-5 + 1.3e-5·2: wrong (a real-part-only compare said right)
     want = torch.tensor([1 + 2j, 3 - 1j], dtype=torch.complex64)
-    assert _compare((want.clone(),), (want,))[0]
-    assert not _compare((want.conj(),), (want,))[0]
-    assert not _compare((torch.complex(want.real, torch.zeros(2)),), (want,))[0]
+    assert compare((want.clone(),), (want,))[0]
+    assert not compare((want.conj(),), (want,))[0]
+    assert not compare((torch.complex(want.real, torch.zeros(2)),), (want,))[0]
     # 1 part in 10^6 off in the imaginary part: within fp32's tolerance, as a real output would be
     near = torch.complex(want.real, want.imag * (1 + 1e-6))
-    assert _compare((near,), (want,))[0]
+    assert compare((near,), (want,))[0]
 
 
 def test_the_oracle_widens_a_modules_parameters_in_a_copy_and_looks_inside_containers():

@@ -22,18 +22,17 @@ from pkroof.runtime.launch import (
     ALLOW_MULTICAST,
     PORT_TAKEN_EXIT,
     PORT_TRIES,
-    TEMP_PREFIX,
     RankFailedError,
     RankTimeoutError,
     free_port,
     keep_multicast_off,
-    reap_stale_folders,
     start_ranks,
     stop_ranks,
     stopped_by_signals,
     wait_ranks,
 )
 from pkroof.runtime.nvml import NA, Nvml
+from pkroof.runtime.process_tree import TEMP_PREFIX, reap_stale_folders
 
 from .discover import Discovery, discover, health
 from .files import decode, dump

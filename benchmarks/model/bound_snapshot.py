@@ -27,16 +27,10 @@ class _CutError(Exception):
 
 
 def _cases() -> list[list[str]]:
+    from pkroof.analysis.catalogue import suite
     from pkroof.topology import PRESETS
 
-    try:  # the problem catalogue, as the code of the day lists it
-        from pkroof.profilers.problems import suite
-
-        problems = [(p.name, list(p.shapes)) for p in suite()]
-    except ImportError:
-        from pkroof.catalogue import catalogue
-
-        problems = [(p.name, list(p.shapes)) for p in catalogue()]
+    problems = [(p.name, list(p.shapes)) for p in suite()]
     cases = []
     for preset in PRESETS:
         for name, shapes in problems:

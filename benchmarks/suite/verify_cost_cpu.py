@@ -26,7 +26,7 @@ CASES = [  # (problem, params)
 def _old(problem, impl, job, rank, device) -> None:
     import torch.distributed as dist
 
-    from pkroof.profilers.run import INPUT_SETS, ITERS
+    from pkroof.profilers.sampling import INPUT_SETS, ITERS
 
     sets = [
         problem.inputs(rank, job.world_size, seed=job.seed + 10_000 + s, device=device, params=job.params)
@@ -43,7 +43,8 @@ def _rank(rank: int, world: int, name: str, params: dict) -> list[tuple[float, f
     import torch
 
     from pkroof.analysis.catalogue import load
-    from pkroof.profilers.run import Job, Sampler, _time_cpu
+    from pkroof.profilers.run import Job
+    from pkroof.profilers.sampling import Sampler, time_cpu
 
     problem = load(name)
     job = Job(name, "bench", params, "reference", world, "gloo")
@@ -54,7 +55,7 @@ def _rank(rank: int, world: int, name: str, params: dict) -> list[tuple[float, f
         _old(problem, problem.reference, job, rank, device)
         old = time.perf_counter() - start
         start = time.perf_counter()
-        _time_cpu(Sampler(problem, problem.reference, job, rank, device))
+        time_cpu(Sampler(problem, problem.reference, job, rank, device))
         out.append((old, time.perf_counter() - start))
     return out
 
