@@ -31,6 +31,8 @@ from .cli_common import (
     World,
     _echo,
     _fail,
+    about_file,
+    about_line,
     strict_json,
 )
 from .cli_topology import topology_app
@@ -428,12 +430,13 @@ def bound_cmd(
     except ValueError as e:
         _fail(str(e))
     analyses = _analyses(problem, topology, world_size, nodes, sizes, param, dtype, shape, timeout)
+    about = about_file(problem)  # a user's file: what it is, from its docstring, CATEGORY and SOURCE
     if as_json:
-        _json_out([pa.analysis.to_dict() for pa in analyses])
+        _json_out([pa.analysis.to_dict() | ({"about": about} if about else {}) for pa in analyses])
     elif len(analyses) > 1 or sizes[1]:
         _echo(_show.sweep_text([pa.analysis for pa in analyses]))
     else:
-        _echo(_show.bound_text(analyses[0].bound, analyses[0].advice))
+        _echo(_show.bound_text(analyses[0].bound, analyses[0].advice, about=about_line(about)))
 
 
 @app.command()

@@ -228,7 +228,7 @@ def _predictions(b: Bound, limit: int | None = None) -> str:
 
 def _header(b: Bound) -> str:
     w = b.workload
-    shape = ", ".join(f"{k}={fmt_bytes(v) if k == 'size' else f'{v:g}'}" for k, v in w.params.items())
+    shape = ", ".join(f"{k}={fmt_bytes(v) if k.endswith('_bytes') else f'{v:g}'}" for k, v in b.params.items())
     ranks = b.system.world_size
     return f"{w.name} ({shape}, {w.dtype}) on {b.system.name}, {ranks} rank{'s' * (ranks > 1)}"
 
@@ -241,8 +241,9 @@ def _why(advice: Advice | None) -> str:
     return "\n".join([f"why: {first}", *(f"     {line}" for line in rest)])
 
 
-def bound_text(b: Bound, advice: Advice | None) -> str:
-    parts = [_header(b), _terms(b)]
+def bound_text(b: Bound, advice: Advice | None, *, about: str = "") -> str:
+    """`pkroof bound`'s text; `about`: a user's file's own description, under the header."""
+    parts = [_header(b), *([about] if about else []), _terms(b)]
     if b.predictions:
         parts += ["", _predictions(b)]
     return "\n".join([*parts, "", _why(advice)])

@@ -96,10 +96,11 @@ def _crossover(
 def _described(name: str) -> Problem | None:
     """A user's problem file as its source says (docstring, CATEGORY, SOURCE), read without running it; None where
     the file is gone or sets them by code."""
-    from pkroof.analysis.catalogue import read_without_running
+    from pkroof.analysis.catalogue import from_source
+    from pkroof.analysis.source import read
 
     try:
-        return read_without_running(Path(name)) if name.endswith(".py") and Path(name).is_file() else None
+        return from_source(read(Path(name))) if name.endswith(".py") and Path(name).is_file() else None
     except (OSError, ValueError, SyntaxError):
         return None
 
