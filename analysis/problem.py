@@ -62,10 +62,17 @@ def _hand_written(problem: Problem, world_size: int, params: dict[str, Any], dty
     return w if problem.suite else _named(problem, w)  # a user's file: named by its file, as a traced one is
 
 
+# how to get torch: the plain `pip install torch` brings a CUDA build of several GB, even on a machine without a GPU
+INSTALL_TORCH = (
+    "pip install torch (on a machine without a GPU, the small CPU build: "
+    "pip install torch --index-url https://download.pytorch.org/whl/cpu)"
+)
+
+
 def _torch_missing(problem: Problem) -> ValueError:
     return ValueError(
         f"{problem.name}: it has no hand-written workload(), so its reference is traced, which needs torch: "
-        "pip install torch"
+        + INSTALL_TORCH
     )
 
 

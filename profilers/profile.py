@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pkroof.analysis.catalogue import Problem, ProblemError, is_file, is_suite_problem, load
-from pkroof.analysis.problem import NeedsDataError, ProblemAnalysis, analyze, has_torch
+from pkroof.analysis.problem import INSTALL_TORCH, NeedsDataError, ProblemAnalysis, analyze, has_torch
 from pkroof.analysis.source import check_path
 from pkroof.analysis.user_file import PRELOAD
 from pkroof.records import format as records
@@ -285,7 +285,7 @@ def profile(
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout_s:g}")
     if not has_torch():
         raise ValueError(
-            "profile runs the reference and the implementations on ranks, which needs torch: pip install torch"
+            "profile runs the reference and the implementations on ranks, which needs torch: " + INSTALL_TORCH
         )
     if iters is not None and iters < 1:
         raise ValueError(f"--iters must be at least 1, got {iters}")
