@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+import time
 import unicodedata
-from typing import Annotated
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, TextIO
 
 import typer
 
@@ -135,3 +139,24 @@ def about_line(about: dict[str, str] | None) -> str:
         return ""
     parts = [about["summary"]] if about["summary"] else []
     return " · ".join([*parts, f"category {about['category']}", f"source {about['source']}"])
+
+
+@contextmanager
+def progress_line(*, quiet: bool = False, stream: TextIO | None = None) -> Iterator[Callable[[str], None]]:
+    """A callback showing the step under way on one line of stderr (a spinner, the step, the seconds it has taken),
+    erased when done, where stderr is a terminal and the output is not `quiet` (--json); elsewhere it shows nothing,
+    so a log or a pipe gets only the command's own lines."""
+    stream = sys.stderr if stream is None else stream
+    if quiet or not stream.isatty():
+        yield lambda step: None
+        return
+    from rich.console import Console
+
+    console = Console(file=stream, force_terminal=True)
+    with console.status("starting", spinner="dots") as status:
+        started = time.monotonic()
+
+        def step(text: str) -> None:
+            status.update(f"{text} ({time.monotonic() - started:.0f} s in)")
+
+        yield step

@@ -56,6 +56,7 @@ def _pages(
     others: Mapping[str, str] | None = None,
     assets: str = "",
     log: Callable[[str], None] = lambda line: None,
+    progress: Callable[[str], None] = lambda step: None,
 ) -> list[Path]:
     """Every page of one topology's report into `out` (plotly.min.js is `assets` away, written by the caller)."""
     table = frames.records_frame(report.records)
@@ -80,6 +81,7 @@ def _pages(
     }
     log(f"{topology.name}: writing {len(pages) + 2} pages")
     for name, file_name in pages.items():
+        progress(f"{topology.name}: writing {file_name}")
         written[file_name] = html.problem_page(
             name, records=table[table["problem"] == name], page=report.pages.get(name), assets=assets
         )
@@ -109,9 +111,10 @@ def write_report(
     *,
     others: Mapping[str, Report] | None = None,
     log: Callable[[str], None] = lambda line: None,
+    progress: Callable[[str], None] = lambda step: None,
 ) -> list[Path]:
     """Build the report in a temporary sibling folder, then swap it in: a reader sees the old one or the new one.
-    `log` hears a line per machine as its pages are written.
+    `log` hears a line per machine as its pages are written, `progress` each page.
 
     `others` maps another machine's name to its own Report (usually analytic: no records), written under
     presets/<name>/ and linked from the index.
@@ -126,12 +129,12 @@ def write_report(
     new = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
     try:
         links = {name: f"presets/{slug(name)}/index.html" for name in (others or {})}
-        names = _pages(new, report, others=links, log=log)
+        names = _pages(new, report, others=links, log=log, progress=progress)
         (new / "plotly.min.js").write_text(plotly.offline.get_plotlyjs(), encoding="utf-8")
         names.append(Path("plotly.min.js"))
         for name, sub in (others or {}).items():  # analytic reports of other machines, sharing plotly.min.js
             folder = Path("presets") / slug(name)
-            names += [folder / n for n in _pages(new / folder, sub, assets="../../", log=log)]
+            names += [folder / n for n in _pages(new / folder, sub, assets="../../", log=log, progress=progress)]
         (new / MARKER).write_text("pkroof report\n")
         new.chmod(0o755)  # mkdtemp makes it 0700
     except BaseException:
