@@ -128,3 +128,20 @@ def test_at_1280_px_every_table_of_the_problem_page_fits_its_columns(failures, t
     m = json.loads(found.group(1))
     assert m["page_width"] <= m["window_width"] + 1
     assert m["tables"] and all(m["tables"])  # no table wider than the page: nothing behind a scrollbar
+
+
+def test_a_problem_of_one_size_measured_on_cpu_ranks_draws_no_empty_bandwidth_chart(tmp_path):
+    """Its bandwidth roofs are lines through the sweep's sizes: one size and no GPU measurement would be a chart with
+    nothing on it, so there is none (the time chart still shows the roof and predictions at that size)."""
+    from pkroof.rooflines.collectives import Collective
+    from pkroof.rooflines.workload import CommOp, Workload, workload_to_dict
+
+    op = CommOp("reduce-scatter-0", Collective.REDUCE_SCATTER, 32768.0, 2)
+    workload = workload_to_dict(Workload("norm", comm=(op,), hbm_bytes=49152.0, dtype="fp32", other_ops=("aten.mul",)))
+    cpu = {"host": "vm", "backend": "gloo"}
+    record = _record(str(tmp_path / "norm.py"), "reference", "correct", median=8e-4, workload=workload, environment=cpu)
+    out = _report(tmp_path, [record])
+    (page,) = out.glob("problem-*.html")
+    text = page.read_text()
+    assert 'id="roofline"' in text  # the time chart
+    assert 'id="intensity"' not in text and "Achieved bandwidth against size" not in text
