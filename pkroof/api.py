@@ -1,11 +1,12 @@
 """The Python API: `pkroof.bound`, `pkroof.advise` and `pkroof.profile`, as thin as the CLI.
 
-`bound` and `advise` take the CLI's route (`pkroof.analysis.user_file.analyze_anywhere`: a suite problem analysed
-here, a user's problem file from the trace cache or in a process of its own stopped after `timeout_s`) and return
-the model's own results: a `Bound` (rooflines/bound.py) whose attributes include every key of `pkroof bound --json`
-(`Bound.to_dict()` is that object), and its `Advice` (rooflines/advice.py), whose attributes include every key of
-`pkroof advise --json`. `profile` runs the profiler and returns its records with the model's fields computed
-(records/evaluate.py). Bad input is a ValueError of one line, as the CLI's one line on stderr.
+`bound` and `advise` take the CLI's route (`pkroof.analysis.user_file.analyze_anywhere`): a suite problem analysed
+here; a user's problem file answered from the trace cache without running it, or a hand-written workload() of a file
+of definitions called here under an alarm, else the file in a process of its own, each stopped after `timeout_s`.
+They return the model's own results: a `Bound` (rooflines/bound.py) whose attributes include every key of `pkroof
+bound --json` (`Bound.to_dict()` is that object), and its `Advice` (rooflines/advice.py), whose attributes include
+every key of `pkroof advise --json`. `profile` runs the profiler and returns its records with the model's fields
+computed (records/evaluate.py). Bad input is a ValueError of one line, as the CLI's one line on stderr.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pkroof.rooflines.workload import CommOp
 __all__ = ["Advice", "Bound", "CommOp", "LinkTerm", "Prediction", "Terms", "advise", "bound", "profile", "sizes"]
 
 Size = int | str  # bytes, or text in nccl-tests' convention: "64M" (= 64 MiB), "256KiB", "1GB" (= 10**9)
-ANALYSIS_TIMEOUT_S = 120.0  # the CLI's --timeout: a problem file's import and workload, in a process of its own
+ANALYSIS_TIMEOUT_S = 120.0  # the CLI's --timeout: a problem file's import, workload() or trace
 
 
 def sizes(minbytes: Size, maxbytes: Size, *, stepfactor: int = 1, stepbytes: Size = "1M") -> list[int]:
@@ -102,8 +103,8 @@ def bound(
 ) -> Bound | list[Bound]:
     """The communication-aware roofline of `problem` (a suite name or a problem file) on `topology` (a preset name,
     a topology file, or a Topology; default: the CLI's), with every (mechanism, schedule) prediction and its advice.
-    A sequence of sizes gives a list, one Bound per size. A problem file runs in a process of its own, stopped after
-    `timeout_s` seconds (the CLI's --timeout)."""
+    A sequence of sizes gives a list, one Bound per size. A problem file takes the CLI's route, stopped after
+    `timeout_s` seconds (the CLI's --timeout; docs/problems.md says where a file runs)."""
     return _bounds(
         problem, topology=topology, size=size, shape=shape, params=params, world_size=world_size, nodes=nodes,
         dtype=dtype, timeout_s=timeout_s,
@@ -193,7 +194,7 @@ def trace(
     progress: Callable[[int, int, str], None] | None = None,
 ) -> Any:
     """`pkroof trace`: a job's torch.profiler traces (files, folders or globs; one file per rank) → a TraceResult
-    (pkroof.runs.analyze.TraceResult) whose `kernels`, `collectives`, `steps` and `opportunities` are pandas
+    (pkroof.runs.analyze_traces.TraceResult) whose `kernels`, `collectives`, `steps` and `opportunities` are pandas
     DataFrames with the columns of `pkroof trace --json` (docs/trace.md), and its topology, the reason it was chosen,
     ranks, notes and unsized counts. `topology`: a preset or topology file (default: matched from the traces).
     `progress(files_read, files, path)` after each file. Bad input is a ValueError of one line."""

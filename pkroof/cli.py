@@ -393,7 +393,14 @@ def trace_cmd(
     ],
     topology: TraceTopo = None,
     as_json: Annotated[bool, typer.Option("--json", help="the whole result as JSON (schema pkroof.trace/1)")] = False,
-    out: Annotated[Path | None, typer.Option("--out", metavar="DIR", help="write DIR/trace.json (--json's)")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            metavar="DIR",
+            help="write DIR/trace.json (--json's), DIR/trace.html and a problem file for each top opportunity",
+        ),
+    ] = None,
 ) -> None:
     """Bound every GPU kernel of a job's profiler traces (one file per rank), match its collectives across ranks,
     break each step into compute, communication, exposed communication and idle, and rank what to hand-tune first."""
@@ -404,8 +411,9 @@ def trace_cmd(
         with progress_bar() as progress:
             result = analyze_traces(traces, topology=topology, progress=progress)
         if out is not None:
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "trace.json").write_text(strict_json(to_dict(result)) + "\n")
+            from pkroof.trace_out import write_out
+
+            result = write_out(result, out)
     except ValueError as e:
         _fail(str(e))
     except OSError as e:

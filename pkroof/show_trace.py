@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from pkroof.rooflines.units import fmt_s
-from pkroof.runs.analyze import Progress
+from pkroof.runs.analyze_traces import Progress
 from pkroof.runs.result import TraceResult
 
 CATEGORY_ORDER = ("communication", "gemm", "attention", "memory", "copy", "memset", "other")

@@ -118,3 +118,54 @@ def gemm_all_reduce(world_size: int, dtype: str, *, m: int, n: int, k: int) -> W
         dtype=dtype,
         compute_scales_with="k",
     )
+
+
+def all_to_all_gemm(world_size: int, dtype: str, *, m: int, n: int, k: int) -> Workload:
+    """MoE dispatch then the expert GEMM: an all-to-all delivers this rank's tokens A[m,k] (m token rows received,
+    k the hidden size), then C[m,n] = A[m,k]·B[k,n] with B the local expert's weight.
+
+    Balanced routing: each rank sends as many rows as it receives, so the all-to-all's size (the bytes each rank
+    sends, nccl-tests' convention) is A's bytes, es·m·k, split into m/P rows for each peer (m divisible by P).
+    Fused, the GEMM reads its rows of A straight from the peer that holds them, once per column tile of C as the
+    all-gather → GEMM does. HBM: the rank's own send buffer (es·m·k) and B read once, C written once; the received
+    A never lands in HBM. Compute grows with n, the traffic does not."""
+    _divisible(m, world_size, "m")
+    es = DTYPE_BYTES[dtype]
+    return Workload(
+        name="all-to-all-gemm",
+        compute=(_gemm(m, n, k, dtype),),
+        comm=(
+            CommOp(
+                "all-to-all",
+                Collective.ALL_TO_ALL,
+                es * m * k,
+                world_size,
+                consumer="gemm",
+                consumer_reads=math.ceil(n / GEMM_TILE_N),
+            ),
+        ),
+        hbm_bytes=es * (m * k + k * n + m * n),
+        params={"m": m, "n": n, "k": k},
+        dtype=dtype,
+        compute_scales_with="n",
+    )
+
+
+def gemm_all_to_all(world_size: int, dtype: str, *, m: int, n: int, k: int) -> Workload:
+    """The expert GEMM then MoE combine: C[m,n] = A[m,k]·B[k,n] over the m token rows this rank's expert holds,
+    then an all-to-all sends each row of C back to the rank its token came from.
+
+    Balanced routing: the all-to-all's size (the bytes each rank sends) is C's bytes, es·m·n, m/P rows to each peer
+    (m divisible by P). Fused, each tile of C is sent as it is computed. HBM: A and B read once, the m·n rows
+    received written once; C itself never lands in HBM. Compute grows with k, the traffic does not."""
+    _divisible(m, world_size, "m")
+    es = DTYPE_BYTES[dtype]
+    return Workload(
+        name="gemm-all-to-all",
+        compute=(_gemm(m, n, k, dtype),),
+        comm=(CommOp("all-to-all", Collective.ALL_TO_ALL, es * m * n, world_size, producer="gemm"),),
+        hbm_bytes=es * (m * k + k * n + m * n),
+        params={"m": m, "n": n, "k": k},
+        dtype=dtype,
+        compute_scales_with="k",
+    )

@@ -170,11 +170,19 @@ def _ranks(value: str | list | None) -> list[int] | None:
         return [int(v) for v in value] if all(isinstance(v, int) for v in value) else None
     if not value:
         return None
+    parsed = _parsed_ranks(value)
+    return None if parsed is None else list(parsed)
+
+
+@functools.lru_cache(maxsize=1024)  # every kernel of a group repeats its text: parsed once
+def _parsed_ranks(text: str) -> tuple[int, ...] | None:
     try:
-        parsed = json.loads(value)
+        parsed = json.loads(text)
     except ValueError:
         return None
-    return [int(v) for v in parsed] if isinstance(parsed, list) and all(isinstance(v, int) for v in parsed) else None
+    if not isinstance(parsed, list) or not all(isinstance(v, int) for v in parsed):
+        return None
+    return tuple(parsed)
 
 
 def _nccl_bytes(kind: str, in_nelems: int, out_nelems: int, es: int, group: int) -> float:

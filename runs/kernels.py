@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .classify import GEMM_OPS, category_of, collective_of_arg, size_collective, size_gemm
-from .model import Model, placement
 from .read import Kernel, Op, RankTrace
+from .roofs import Model, placement
 
 COLUMNS = [
     "rank",

@@ -54,31 +54,39 @@ def collectives_frame(kernels: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
             )
             comm = comm[~unknown]
     comm["end_us"] = comm["start_us"] + comm["dur_us"]
-    rows = []
-    for (key, seq), g in comm.groupby(["key", "seq"], sort=True):
-        if g["rank"].nunique() < 2:
-            continue
-        g = g.sort_values("rank")
-        last = g.loc[g["start_us"].idxmax()]
-        transfer_us = max(0.0, g["end_us"].min() - g["start_us"].max())
-        sized = g["bytes"].dropna()
-        rows.append(
-            {
-                "group": None if key == "?" else key,
-                "seq": int(seq),
-                "collective": g["collective"].dropna().iloc[0] if g["collective"].notna().any() else None,
-                "bytes": float(sized.iloc[0]) if len(sized) else float("nan"),
-                "group_size": g["group_size"].dropna().iloc[0] if g["group_size"].notna().any() else None,
-                "ranks": ",".join(str(r) for r in g["rank"]),
-                "start_us_first": float(g["start_us"].min()),
-                "start_us_last": float(g["start_us"].max()),
-                "transfer_s": transfer_us * 1e-6,
-                "wait_s": (g["dur_us"].max() - transfer_us) * 1e-6,
-                "last_rank": int(last["rank"]),
-            }
-        )
-    frame = pd.DataFrame(rows, columns=COLLECTIVE_COLUMNS)
-    frame["group_size"] = frame["group_size"].astype("Int64")
+    comm = comm.sort_values(["key", "seq", "rank"], kind="stable")  # each collective's kernels in rank order
+    comm["rank_text"] = comm["rank"].astype(str)
+    by = comm.groupby(["key", "seq"], sort=True)
+    g = by.agg(
+        num_ranks=("rank", "nunique"),
+        collective=("collective", "first"),  # first: the first value that is not missing
+        bytes=("bytes", "first"),
+        group_size=("group_size", "first"),
+        ranks=("rank_text", ",".join),
+        start_us_first=("start_us", "min"),
+        start_us_last=("start_us", "max"),
+        end_us_first=("end_us", "min"),
+        dur_us_max=("dur_us", "max"),
+    )
+    g["last_rank"] = comm.loc[by["start_us"].idxmax().to_numpy(), "rank"].to_numpy()  # the first, in rank order
+    g = g[g["num_ranks"] >= 2].reset_index()
+    transfer_us = (g["end_us_first"] - g["start_us_last"]).clip(lower=0.0)
+    frame = pd.DataFrame(
+        {
+            "group": g["key"].where(g["key"] != "?", None),
+            "seq": g["seq"].astype("int64"),
+            "collective": g["collective"],
+            "bytes": g["bytes"].astype(float),
+            "group_size": g["group_size"].astype("Int64"),
+            "ranks": g["ranks"],
+            "start_us_first": g["start_us_first"].astype(float),
+            "start_us_last": g["start_us_last"].astype(float),
+            "transfer_s": transfer_us * 1e-6,
+            "wait_s": (g["dur_us_max"] - transfer_us) * 1e-6,
+            "last_rank": g["last_rank"].astype("int64"),
+        },
+        columns=COLLECTIVE_COLUMNS,
+    )
     return frame, notes
 
 

@@ -3,9 +3,11 @@ broken down, and the opportunities ranked."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -13,10 +15,10 @@ import pandas as pd
 from . import opportunities
 from .job import JobCheck
 from .kernels import empty_columns, kernels_frame, rank_rows
-from .model import Chosen, Model, choose_topology
 from .ranks import collectives_frame, steps_frame
 from .read import find_files, read_rank
 from .result import TraceResult
+from .roofs import Chosen, Model, choose_topology
 
 Progress = Callable[[int, int, str], None]  # (files read, files in all, the file just read)
 
@@ -28,6 +30,25 @@ def analyze_traces(
     topology file; default: the preset matched from the traces' deviceProperties), match collectives across ranks
     and break each step down. One rank's events are in memory at a time. Bad input is a ValueError of one line."""
     files = find_files([paths] if isinstance(paths, (str, Path)) else list(paths))
+    with _no_cycle_collection():
+        return _analyze(files, topology, progress)
+
+
+@contextlib.contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Python's cycle collector paused while millions of events become objects and columns (none of them in a
+    cycle): its full collections walk every live object again and again, 69 s → 37 s of CPU time on 8 ranks × 200 MB
+    (benchmarks/trace/2026-12-05-reader.md). Reference counting frees everything as before."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _analyze(files: list[Path], topology: str | None, progress: Progress | None) -> TraceResult:
     check = JobCheck(len(files))
     chosen: Chosen | None = None
     model: Model | None = None

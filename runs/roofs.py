@@ -81,6 +81,7 @@ def choose_topology(given: str | None, devices: list[dict], world: int | None) -
     return Chosen(t, name, why + (f" = {t.nodes} nodes of {t.gpus_per_node}" if t.nodes > 1 else ""))
 
 
+@lru_cache(maxsize=4096)  # a job has a few groups, each placed once per collective kernel: thousands of times
 def placement(group: str | None, group_size: int, gpus_per_node: int) -> tuple[int, int]:
     """(ranks, ranks per node) of a group: its listed ranks placed rank // gpus_per_node (torchrun's order), else
     a group of consecutive ranks."""
