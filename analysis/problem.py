@@ -227,6 +227,16 @@ class ProblemAnalysis:
         return self.analysis.advice
 
 
+def _spread(world_size: int | None, nodes: int | None) -> int | None:
+    """Ranks a node where `--nodes N` and `-n W` are both given: W spread evenly over the N nodes joined (8 ranks on
+    2 nodes are 4 a node, not 8 on the first); None where either is not given (as few nodes as hold the ranks)."""
+    if world_size is None or nodes is None or nodes <= 1:
+        return None
+    if world_size % nodes:
+        raise ValueError(f"{world_size} ranks do not spread evenly over {nodes} nodes")
+    return world_size // nodes
+
+
 def analyze(
     problem: str | Problem | None,
     *,
@@ -282,7 +292,7 @@ def _analyze(
     run: bool,
 ) -> ProblemAnalysis | None:
     topo = topology if isinstance(topology, Topology) else resolve(topology, nodes=nodes)
-    system = topo.system(world_size, ranks_per_node)
+    system = topo.system(world_size, ranks_per_node or _spread(world_size, nodes))
     world = system.world_size
     _check_dtype(dtype)
     overrides = dict(params or {})

@@ -130,7 +130,9 @@ def _analyses(
         topo = resolve(_topology(topology), nodes=nodes)
         out = []
         for size in listed or [None]:
-            kwargs = dict(topology=topo, shape=shape, params=_overrides(size, params), world_size=world_size)
+            kwargs = dict(
+                topology=topo, shape=shape, params=_overrides(size, params), world_size=world_size, nodes=nodes
+            )
             try:
                 out.append(analyze_anywhere(problem, timeout_s=timeout, **kwargs, dtype=dtype, round_size=sweep))
             except ValueError as e:

@@ -17,7 +17,7 @@ bytes copied by `Tensor.copy_` (a DMA):
 
 With two GPUs the destination is GPU 1's memory (a peer DMA over NVLink, what the collectives do); with one it is
 local (HBM to HBM), which shows the per-call cost but not the link's. Each variant is timed by pkroof's timing
-function (profilers/timing.py): captured in a CUDA graph, replayed from an idle device, median of 20 after 3.
+function (runtime/timing.py): captured in a CUDA graph, replayed from an idle device, median of 20 after 3.
 
 Usage: python3 benchmarks/kernels/ce_alpha.py [MiB ...]   (default 16 64 128)
 """

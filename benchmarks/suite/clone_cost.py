@@ -3,7 +3,7 @@
 The all-reduce, broadcast and reduce references (kernels/problems/) must not change their inputs, so each copies x
 (x.clone()) and runs NCCL on the copy. Their shipped times on 2xH200 include that copy; NCCL in place (as the code
 they cite and nccl-tests run it) does not. This times x.clone() alone on GPU 0 with pkroof's timing
-(profilers/timing.py: CUDA-graph samples of the recorded calls per sample, rotating over 3 input sets, median of
+(runtime/timing.py: CUDA-graph samples of the recorded calls per sample, rotating over 3 input sets, median of
 20), at the sizes and calls per sample of the shipped all-reduce records, beside the reference's recorded time.
 
 Usage: python3 benchmarks/suite/clone_cost.py     (one GPU; reads pkroof/recorded/*.jsonl)

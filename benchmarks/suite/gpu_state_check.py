@@ -1,6 +1,6 @@
 """Does the profiler's GPU-state watch read what the GPU does? One GPU: idle, then back-to-back matmuls.
 
-Prints profilers/gpu_state.py's summary for 1 s of idle and for 3 s of back-to-back 8192³ bf16 matmuls, beside
+Prints runtime/gpu_state.py's summary for 1 s of idle and for 3 s of back-to-back 8192³ bf16 matmuls, beside
 the matmuls' achieved rate: on an H200 at its power limit the SM clock should fall below its maximum, the power
 sit near the enforced limit, and `power_capped` (NVML's power-policy violation time over the window) near 1.
 NVML is only read.

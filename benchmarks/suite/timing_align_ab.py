@@ -4,9 +4,9 @@ Every configuration is timed by pkroof's time_device as the profiler calls it (C
 over 3 inputs, 20 samples, the slowest rank per sample), three ways, interleaved, `--repeats` times:
 
   before   the host synchronizes after the barrier, then each rank's host queues its sample on its own: the GPUs
-           start the sample when their hosts get there (profilers/timing.py up to 2026-11-30, fourth session)
+           start the sample when their hosts get there (profilers/timing.py up to 2026-11-30, fourth session; runtime/timing.py now)
   aligned  the barrier releases every GPU at once and a spin on the GPU holds it while its host queues the sample
-           (profilers/timing.py now)
+           (runtime/timing.py now)
   20 calls as aligned, 20 calls per sample: whatever skew is left is spread over 20 calls
 
 If `before` is slower than `aligned` and `aligned` matches `20 calls`, the skew was in the numbers.

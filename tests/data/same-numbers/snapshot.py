@@ -1,8 +1,9 @@
 """The same-numbers golden: what `pkroof bound --json`, `pkroof advise --json` and `pkroof report`'s exports print
-for every suite problem on every preset, at the problem's default parameters and at each of its named shapes (but
-SHAPES_LEFT_OUT's), and the exports of the records that ship in pkroof/recorded/, written to one gzip JSON file that
-maps each command line to its output. tests/test_same_numbers.py recomputes every entry through this file's `run`
-and compares, so a refactor that changes a number, or renames or drops a field, fails there.
+for every suite problem on every preset, at the problem's default parameters (on one node and on NODES) and at
+each of its named shapes (but SHAPES_LEFT_OUT's), and the exports of the records that ship in pkroof/recorded/,
+written to one gzip JSON file that maps each command line to its output. tests/test_same_numbers.py recomputes
+every entry through this file's `run` and compares, so a refactor that changes a number, or renames or drops a
+field, fails there.
 
     python tests/data/same-numbers/snapshot.py          # writes bound-advise-<commit>.json.gz beside this file
     python tests/data/same-numbers/snapshot.py --check  # recomputes and counts the entries that differ
@@ -53,6 +54,7 @@ GOLDEN = HERE / f"bound-advise-{COMMIT}.json.gz"
 RECORDED = "pkroof/recorded"  # the results measured on the 2xH200 node that ship in the package
 EXPORTS = ("json", "csv")  # parquet needs pyarrow, which pkroof does not require
 SLOW_S = 30.0
+NODES = 2  # --nodes: the network tier, NCCL's hierarchical algorithms (tree, NVLS-tree) and the per-tier link terms
 # Problems whose reference needs values to trace (routing, splits, top-k): pkroof traces them on CPU ranks over gloo
 # with real data. At their default shape they are in the golden on every preset. At their named shapes (real models'
 # sizes) one trace takes 50 s on 2 ranks and 110-140 s on 8 on a 2-core machine, and on 8 ranks moe-combine at
@@ -142,11 +144,14 @@ def problems() -> dict[str, list[str]]:
 
 def commands() -> list[str]:
     """Every command line of the golden: bound and advise of each problem on each preset at its default shape, then
-    at each of its other named shapes (but those of SHAPES_LEFT_OUT), then the exports of each shipped record file
-    and of all of them together."""
+    the same on NODES such nodes, then at each of its other named shapes (but those of SHAPES_LEFT_OUT) on one node,
+    then the exports of each shipped record file and of all of them together."""
     suite, tops = problems(), presets()
     pairs = ("bound", "advise")
     out = [f"pkroof {cmd} {problem} -t {top} --json" for problem in suite for top in tops for cmd in pairs]
+    out += [
+        f"pkroof {cmd} {problem} -t {top} --nodes {NODES} --json" for problem in suite for top in tops for cmd in pairs
+    ]
     out += [
         f"pkroof {cmd} {problem} --shape {shape} -t {top} --json"
         for problem, shapes in suite.items()
