@@ -9,6 +9,7 @@ or on CPU ranks where it needs values); a sweep only ever traces on meta tensors
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.util
 import sys
 from collections.abc import Mapping
@@ -58,13 +59,20 @@ def _hand_written(problem: Problem, world_size: int, params: dict[str, Any], dty
     if not isinstance(w, Workload):
         raise ProblemError(f"{problem.path}: workload() returned {type(w).__name__}, not a pkroof.rooflines.Workload")
     check_workload(w, f"{problem.path}: workload()")
-    return w
+    return w if problem.suite else _named(problem, w)  # a user's file: named by its file, as a traced one is
+
+
+# how to get torch: the plain `pip install torch` brings a CUDA build of several GB, even on a machine without a GPU
+INSTALL_TORCH = (
+    "pip install torch (on a machine without a GPU, the small CPU build: "
+    "pip install torch --index-url https://download.pytorch.org/whl/cpu)"
+)
 
 
 def _torch_missing(problem: Problem) -> ValueError:
     return ValueError(
         f"{problem.name}: it has no hand-written workload(), so its reference is traced, which needs torch: "
-        "pip install torch"
+        + INSTALL_TORCH
     )
 
 
@@ -85,9 +93,16 @@ def cached_workload(
         return None
     if not has_torch():  # the suite's traces ship with the package, in their own dtype
         found = trace_cache.shipped(trace_cache.key(problem, world_size, params, None, "meta", any_torch=True))
-        return found if found is not None and dtype in (None, found.dtype) else None
-    # traced before, same file bytes, shape, ranks, dtype, torch and tracer: no torch import
-    return trace_cache.get(trace_cache.key(problem, world_size, params, dtype, "trace" if cpu_ranks else "meta"))
+        return _named(problem, found) if found is not None and dtype in (None, found.dtype) else None
+    # traced before, same file bytes, shape, ranks, dtype, torch and tracer: no torch import. The entry is keyed by
+    # the file's bytes, so a copy of the file finds it too: named after the file asked for.
+    found = trace_cache.get(trace_cache.key(problem, world_size, params, dtype, "trace" if cpu_ranks else "meta"))
+    return None if found is None else _named(problem, found)
+
+
+def _named(problem: Problem, workload: Workload) -> Workload:
+    """The workload named after `problem`, the file asked for (not a copy of it that was traced or written first)."""
+    return workload if workload.name == problem.name else dataclasses.replace(workload, name=problem.name)
 
 
 def workload_of(
@@ -306,7 +321,16 @@ def _analyze(
     others = _sweep(p, at, world, dtype, run) if sweep else []
     if others is None:
         return None
-    return ProblemAnalysis(p, label, at, topo, analyze_workload(workload, system, sweep=others))
+    return ProblemAnalysis(p, label, at, topo, analyze_workload(_own_params(workload, at), system, sweep=others))
+
+
+def _own_params(workload: Workload, params: dict[str, Any]) -> Workload:
+    """The workload carrying the problem's own parameters (the ones `--param` takes) where it was built from others
+    (a hand-written GEMM's m, n, k; a collective's size for size_bytes): what a bound's header and JSON name."""
+    own = {k: v for k, v in params.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    if own == dict(workload.params) or workload.problem_params is not None:
+        return workload
+    return dataclasses.replace(workload, problem_params=own)
 
 
 def predict_declared(w: Workload, system: System, pair: Mapping[str, Any], comm_sms: int | None) -> Prediction | None:

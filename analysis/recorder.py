@@ -46,6 +46,49 @@ _MATMULS = {torch.ops.aten.mm, torch.ops.aten.addmm, torch.ops.aten.bmm, torch.o
 _CONVOLUTIONS = {p for p in flop_registry if "conv" in str(p)}
 # torch's CPU attention kernel has no formula of its own; it computes what the flash kernel does
 _SDPA_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+# ops that only allocate, copy or arrange data (views aside, which torch marks): what a bare collective's reference
+# does around its collective (a clone, an empty output, a flattened bucket) without computing anything
+_MOVES = frozenset(
+    [
+        "clone",
+        "copy",
+        "copy_",
+        "_to_copy",
+        "empty",
+        "empty_like",
+        "empty_strided",
+        "new_empty",
+        "new_empty_strided",
+        "zeros",
+        "zeros_like",
+        "new_zeros",
+        "zero_",
+        "ones",
+        "ones_like",
+        "new_ones",
+        "full",
+        "full_like",
+        "new_full",
+        "fill_",
+        "lift_fresh",
+        "lift_fresh_copy",
+        "cat",
+        "stack",
+        "contiguous",
+        "_unsafe_view",
+        "_reshape_alias",
+        "reshape",
+        "view",
+        "flatten",
+        "unflatten",
+        "_local_scalar_dense",
+        "split_with_sizes_copy",
+        "detach_copy",
+        "view_copy",
+        "clone_",
+        "resize_",
+    ]
+)
 # ops that do more than O(1) arithmetic per element, by a word of their name: without a formula they are named, not
 # counted as zero ("gelu" or "detach" hold no such word; "linalg_solve_ex" holds two)
 # a vector norm is a multiply and an add per element (ord 2), like a sum: no FLOP term of its own, nothing missed
@@ -164,6 +207,7 @@ class Recorder(TorchDispatchMode):
     flops: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     tiles: int = 1
     uncounted: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    other: set[str] = field(default_factory=set)  # ops that compute without a FLOP formula (Workload.other_ops)
     events: list[_Event] = field(default_factory=list)
     read: dict[int, int] = field(default_factory=dict)  # id of a base tensor read from outside → its bytes
     _made: dict[int, tuple[Any, frozenset[int]]] = field(default_factory=dict)  # tensors made here → their deps
@@ -393,6 +437,8 @@ class Recorder(TorchDispatchMode):
                 self.tiles = max(self.tiles, tiles)
         elif func.namespace == "aten" and _HEAVY & set(packet.__name__.split("_")) and packet not in _PER_ELEMENT:
             self.uncounted[f"aten.{packet.__name__}"] += 1
+        elif func.namespace == "aten" and not func.is_view and packet.__name__ not in _MOVES:
+            self.other.add(f"aten.{packet.__name__}")  # elementwise work, a norm, a lookup: not a bare collective
 
     def _charged_at(self, packet: Any, dtype: torch.dtype) -> str:
         """The peak an op's FLOPs are charged at: the problem's dtype where it computes at least as wide; TF32 for
@@ -442,4 +488,5 @@ class Recorder(TorchDispatchMode):
             params=numeric,
             dtype=dtype,
             uncounted=tuple(sorted(self.uncounted)),
+            other_ops=tuple(sorted(self.other)),
         )

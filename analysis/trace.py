@@ -148,10 +148,11 @@ def combine(ranks: list[Workload]) -> Workload:
     for r, w in enumerate(ranks):
         views.setdefault((w.compute, w.comm, w.hbm_bytes), []).append(r)
     uncounted = tuple(sorted({name for w in ranks for name in w.uncounted}))
+    other = tuple(sorted({name for w in ranks for name in w.other_ops}))
     if len(views) == 1:
-        return Workload(**{**first.__dict__, "uncounted": uncounted})
+        return Workload(**{**first.__dict__, "uncounted": uncounted, "other_ops": other})
     kept = tuple(RankView(tuple(rs), c, m, h) for (c, m, h), rs in views.items())
-    return Workload(**{**first.__dict__, "ranks": kept, "uncounted": uncounted})
+    return Workload(**{**first.__dict__, "ranks": kept, "uncounted": uncounted, "other_ops": other})
 
 
 def trace_on_meta(

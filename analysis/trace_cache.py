@@ -26,7 +26,7 @@ from pkroof.analysis.catalogue import SUITE_DIR, Problem
 from pkroof.rooflines import Workload
 from pkroof.rooflines.workload import workload_from_dict, workload_to_dict
 
-TRACER_VERSION = 3  # bump when the tracer counts anything differently: older entries are then never read
+TRACER_VERSION = 5  # bump when the tracer counts anything differently: older entries are then never read
 OFF = ("0", "off", "no", "false")
 SHIPPED = SUITE_DIR / "_traced.jsonl"
 SHIPPED_WORLDS = (2, 8, 72)  # the presets' GPU counts

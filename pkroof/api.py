@@ -58,6 +58,8 @@ def _sizes(size: Size | Sequence[Size] | None) -> tuple[list[int | None], bool]:
     """(the sizes, whether several were asked for): one size gives one result, a sequence a list."""
     if size is None or isinstance(size, (int, str)):
         return [None if size is None else _bytes(size)], False
+    if not isinstance(size, Sequence):  # 1.5e6: a float is not a byte count
+        raise ValueError(f"a size is a whole number of bytes or text such as '64MiB', got {size!r}")
     listed = [_bytes(s) for s in size]
     if len(set(listed)) != len(listed):
         raise ValueError("a size is given twice (each size once)")

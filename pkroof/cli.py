@@ -31,6 +31,9 @@ from .cli_common import (
     World,
     _echo,
     _fail,
+    about_file,
+    about_line,
+    progress_line,
     strict_json,
 )
 from .cli_topology import topology_app
@@ -177,7 +180,10 @@ def probe(
     if name is not None and not name.strip():
         _fail("--name must not be empty")
     try:
-        written = run_probe(out=out, quick=quick, gpus=gpus, name=name, allow_multicast=allow_multicast)
+        with progress_line() as progress:  # on a terminal: the step under way, on stderr
+            written = run_probe(
+                out=out, quick=quick, gpus=gpus, name=name, allow_multicast=allow_multicast, progress=progress
+            )
         if save and written is not None:
             from pkroof.topology import dump
             from pkroof.topology.default import saved_path
@@ -279,26 +285,28 @@ def profile(
 
     try:
         sizes, sweep = _sizes(size, minbytes, maxbytes, stepfactor, stepbytes)
-        written = run_profile(
-            problem,
-            impls=impl or [],
-            world_size=world_size,
-            shape=shape,
-            overrides=_overrides(None, param),
-            sizes=sizes,
-            round_sizes=sweep,
-            dtype=dtype,
-            iters=iters,
-            warmup=warmup,
-            rtol=rtol,
-            atol=atol,
-            out_dir=out,
-            timeout_s=timeout,
-            resume=resume,
-            topology=_topology(topology),
-            log=_echo,
-            nodes=nodes,
-        )
+        with progress_line() as progress:  # on a terminal: the job under way, on stderr
+            written = run_profile(
+                problem,
+                impls=impl or [],
+                world_size=world_size,
+                shape=shape,
+                overrides=_overrides(None, param),
+                sizes=sizes,
+                round_sizes=sweep,
+                dtype=dtype,
+                iters=iters,
+                warmup=warmup,
+                rtol=rtol,
+                atol=atol,
+                out_dir=out,
+                timeout_s=timeout,
+                resume=resume,
+                topology=_topology(topology),
+                log=_echo,
+                nodes=nodes,
+                progress=progress,
+            )
     except ValueError as e:
         _fail(str(e))
     except JobLostError as e:  # a launched job lost a rank, or rank 0 ended it: every rank still there says so
@@ -343,12 +351,15 @@ def report(
     if fmt not in ("html", "csv", "json", "parquet"):
         _fail(f"--format takes html, csv, json or parquet, got {fmt!r}")
     try:
-        if run:
-            written = run_all(out, log=_echo)
-        elif not results and topology is None and fmt == "html":
-            written = main_job(out, log=_echo)
-        else:
-            written = run_report(results or [], topology=topology, out=out, fmt=fmt, log=_echo, force=force)
+        with progress_line() as progress:  # on a terminal: the step under way, on stderr
+            if run:
+                written = run_all(out, log=_echo)
+            elif not results and topology is None and fmt == "html":
+                written = main_job(out, log=_echo, progress=progress)
+            else:
+                written = run_report(
+                    results or [], topology=topology, out=out, fmt=fmt, log=_echo, force=force, progress=progress
+                )
     except ValueError as e:
         _fail(str(e))
     except RuntimeError as e:  # the probe's: no GPU, no torch (exit 2, as bad input), a rank that failed (exit 1)
@@ -445,12 +456,13 @@ def bound_cmd(
     except ValueError as e:
         _fail(str(e))
     analyses = _analyses(problem, topology, world_size, nodes, sizes, param, dtype, shape, timeout)
+    about = about_file(problem)  # a user's file: what it is, from its docstring, CATEGORY and SOURCE
     if as_json:
-        _json_out([pa.analysis.to_dict() for pa in analyses])
+        _json_out([pa.analysis.to_dict() | ({"about": about} if about else {}) for pa in analyses])
     elif len(analyses) > 1 or sizes[1]:
         _echo(_show.sweep_text([pa.analysis for pa in analyses]))
     else:
-        _echo(_show.bound_text(analyses[0].bound, analyses[0].advice))
+        _echo(_show.bound_text(analyses[0].bound, analyses[0].advice, about=about_line(about)))
 
 
 @app.command()

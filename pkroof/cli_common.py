@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+import time
 import unicodedata
-from typing import Annotated
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, TextIO
 
 import typer
 
@@ -110,3 +114,49 @@ def strict_json(data: object) -> str:
 def _fail(message: str) -> None:
     _echo(f"pkroof: {message}", err=True)
     raise typer.Exit(2)
+
+
+def about_file(problem: str) -> dict[str, str] | None:
+    """A user's problem file as its source describes it (docstring's first line, CATEGORY, SOURCE), read without
+    running it; None for a suite problem, or a file that sets them by code."""
+    from pathlib import Path
+
+    from pkroof.analysis.catalogue import from_source, is_file
+    from pkroof.analysis.source import read
+
+    if not is_file(problem):
+        return None
+    try:
+        p = from_source(read(Path(problem)))
+    except (OSError, ValueError, SyntaxError):
+        return None
+    return None if p is None else {"summary": p.summary, "category": p.category, "source": p.source}
+
+
+def about_line(about: dict[str, str] | None) -> str:
+    """The description under a user's problem's header: "<docstring> · category <c> · source <s>"."""
+    if not about:
+        return ""
+    parts = [about["summary"]] if about["summary"] else []
+    return " · ".join([*parts, f"category {about['category']}", f"source {about['source']}"])
+
+
+@contextmanager
+def progress_line(*, quiet: bool = False, stream: TextIO | None = None) -> Iterator[Callable[[str], None]]:
+    """A callback showing the step under way on one line of stderr (a spinner, the step, the seconds it has taken),
+    erased when done, where stderr is a terminal and the output is not `quiet` (--json); elsewhere it shows nothing,
+    so a log or a pipe gets only the command's own lines."""
+    stream = sys.stderr if stream is None else stream
+    if quiet or not stream.isatty():
+        yield lambda step: None
+        return
+    from rich.console import Console
+
+    console = Console(file=stream, force_terminal=True)
+    with console.status("starting", spinner="dots") as status:
+        started = time.monotonic()
+
+        def step(text: str) -> None:
+            status.update(f"{text} ({time.monotonic() - started:.0f} s in)")
+
+        yield step

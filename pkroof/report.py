@@ -21,6 +21,7 @@ def report(
     fmt: str = "html",
     log: Callable[[str], None] = print,
     force: bool = False,
+    progress: Callable[[str], None] = lambda step: None,
 ) -> list[Path]:
     """Render every problem found in the result files against `topology` (default: the one they were measured
     on); unreadable lines are reported, skipped, but result files without a single record are a ValueError.
@@ -45,10 +46,12 @@ def report(
             )
         frame = frames.records_frame(evaluate(found, topo, log=log).records)
         return [build.write_export(frame, out, fmt, force=force)]
-    return build.write_report(out, report_of(found, topo, log), log=log)
+    return build.write_report(out, report_of(found, topo, log, progress), log=log, progress=progress)
 
 
-def main_job(out: Path, *, log: Callable[[str], None] = print) -> list[Path]:
+def main_job(
+    out: Path, *, log: Callable[[str], None] = print, progress: Callable[[str], None] = lambda step: None
+) -> list[Path]:
     """`pkroof report` with no arguments: the h200x2 node with the suite's recorded results (analytic where none
     ship), and an analytic report for every other preset, linked from the index."""
     from pkroof.topology import PRESETS
@@ -59,12 +62,12 @@ def main_job(out: Path, *, log: Callable[[str], None] = print) -> list[Path]:
         log("h200x2: the suite's results recorded on the 2xH200 node (" + ", ".join(p.name for p in shipped) + ")")
     else:
         log("h200x2: no recorded suite results ship with this version; its pages are analytic")
-    main = report_of(read_files(shipped, log), resolve("h200x2"), log)
+    main = report_of(read_files(shipped, log), resolve("h200x2"), log, progress)
     others = {}
     for name in PRESETS:
         if name != "h200x2":
             log(f"{name}: analytic pages")
-            others[name] = report_of([], resolve(name), lambda m: None)  # a line per preset, not per problem
+            others[name] = report_of([], resolve(name), lambda m: None, progress)  # a line per preset, not per problem
             if others[name].left_out:
                 log(left_out_line(others[name]))
-    return build.write_report(out, main, others=others, log=log)
+    return build.write_report(out, main, others=others, log=log, progress=progress)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from pkroof.rooflines import DTYPE_BYTES, Advice, Bound, Mechanism, Schedule, bus_bandwidth_factor
 from pkroof.rooflines.analyze import Analysis
 from pkroof.rooflines.mechanisms import label
@@ -10,9 +12,20 @@ from pkroof.rooflines.units import fmt_Bps, fmt_bytes, fmt_clock, fmt_flops, fmt
 from pkroof.topology import PRESETS, ScaleUp, Topology, preset
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
+def _table(header: list[str], rows: list[list[str]], *, width: int | None = None) -> str:
+    """Columns two spaces apart; `width`: the last column wrapped so that no line is longer (its continuation lines
+    under it), where the others leave it at least 30 characters."""
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]]
+    start = sum(widths[:-1]) + 2 * (len(widths) - 1)
+    wrap = width is not None and width - start >= 30 and start + widths[-1] > width
+    if wrap:
+        widths[-1] = max(len(header[-1]), width - start)
+    lines = []
+    for row in [header, *rows]:
+        *first, last = row
+        parts = textwrap.wrap(last, widths[-1]) if wrap and len(last) > widths[-1] else [last]
+        lines.append("  ".join(c.ljust(w) for c, w in zip([*first, parts[0]], widths, strict=True)).rstrip())
+        lines += [" " * start + part for part in parts[1:]]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
@@ -32,7 +45,7 @@ def presets_table() -> str:
                 t.description,
             ]
         )
-    return _table(["preset", "GPUs per node", "scale-up", "per GPU, one way", "NICs", "what"], rows)
+    return _table(["preset", "GPUs per node", "scale-up", "per GPU, one way", "NICs", "what"], rows, width=120)
 
 
 def _tag(t: Topology, path: str) -> str:
@@ -228,7 +241,7 @@ def _predictions(b: Bound, limit: int | None = None) -> str:
 
 def _header(b: Bound) -> str:
     w = b.workload
-    shape = ", ".join(f"{k}={fmt_bytes(v) if k == 'size' else f'{v:g}'}" for k, v in w.params.items())
+    shape = ", ".join(f"{k}={fmt_bytes(v) if k.endswith('_bytes') else f'{v:g}'}" for k, v in b.params.items())
     ranks = b.system.world_size
     return f"{w.name} ({shape}, {w.dtype}) on {b.system.name}, {ranks} rank{'s' * (ranks > 1)}"
 
@@ -241,11 +254,18 @@ def _why(advice: Advice | None) -> str:
     return "\n".join([f"why: {first}", *(f"     {line}" for line in rest)])
 
 
-def bound_text(b: Bound, advice: Advice | None) -> str:
-    parts = [_header(b), _terms(b)]
+def bound_text(b: Bound, advice: Advice | None, *, about: str = "") -> str:
+    """`pkroof bound`'s text; `about`: a user's file's own description, under the header."""
+    parts = [_header(b), *([about] if about else []), _terms(b)]
     if b.predictions:
         parts += ["", _predictions(b)]
     return "\n".join([*parts, "", _why(advice)])
+
+
+def _nccl_default(advice: Advice) -> str:
+    """What NCCL runs by default, each (algorithm/protocol) once: "ring/simple" for two ops that both run it, not
+    "ring/simple,ring/simple"; different ones in the ops' order ("ring/simple, nvls/simple")."""
+    return ", ".join(dict.fromkeys(advice.baseline_pair.split(",")))
 
 
 def advice_text(b: Bound, advice: Advice | None) -> str:
@@ -257,7 +277,7 @@ def advice_text(b: Bound, advice: Advice | None) -> str:
         head += f" ({best.comm_sms} comm SMs)"
     head += f": predicted {fmt_s(best.t_s)}, {b.t_roof_s / best.t_s:.0%} of the roofline"
     if advice.baseline:
-        head += f", {advice.headroom:.2f}x over NCCL's default ({advice.baseline_pair}, {fmt_s(advice.baseline.t_s)})"
+        head += f", {advice.headroom:.2f}x over NCCL's default ({_nccl_default(advice)}, {fmt_s(advice.baseline.t_s)})"
     return "\n".join([_header(b), head, "", _why(advice), "", _terms(b), "", _predictions(b, 6)])
 
 

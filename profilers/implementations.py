@@ -50,6 +50,8 @@ def check_impl_spec(spec: str) -> tuple[str, str]:
     from pkroof.kernels.registry import BUILTIN_IMPLS
 
     path, sep, name = spec.rpartition(":")
+    if not sep and spec.endswith(".py"):  # a file without its function: ask for it, naming the ones it defines
+        raise ValueError(f"--impl {spec}: which function? give {spec}:FUNCTION{_functions_in(Path(spec))}")
     if not sep or not path.endswith(".py") or not name.isidentifier():
         raise ValueError(
             f"unknown implementation {spec!r}: give 'reference', one of {', '.join(BUILTIN_IMPLS)}, "
@@ -59,6 +61,19 @@ def check_impl_spec(spec: str) -> tuple[str, str]:
         what = "is not a file" if Path(path).exists() else "does not exist"
         raise ValueError(f"implementation file {path} {what}")
     return path, name
+
+
+def _functions_in(path: Path) -> str:
+    """ " (it defines: a, b)" for the top-level functions of a file, read without running it; "" where it cannot be
+    read."""
+    import ast
+
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return ""
+    names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    return f" (it defines: {', '.join(names)})" if names else ""
 
 
 def _import_error(path: str, e: Exception) -> str:

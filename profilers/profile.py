@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pkroof.analysis.catalogue import Problem, ProblemError, is_file, is_suite_problem, load
-from pkroof.analysis.problem import NeedsDataError, ProblemAnalysis, analyze, has_torch
+from pkroof.analysis.problem import INSTALL_TORCH, NeedsDataError, ProblemAnalysis, analyze, has_torch
 from pkroof.analysis.source import check_path
 from pkroof.analysis.user_file import PRELOAD
 from pkroof.records import format as records
@@ -275,6 +275,7 @@ def profile(
     rtol: float | None = None,
     atol: float | None = None,
     nodes: int | None = None,
+    progress: Callable[[str], None] = lambda step: None,
 ) -> list[dict[str, Any]]:
     """Check and time every implementation of every problem at each of `sizes` (collectives; None: the shape's own,
     `round_sizes`: rounded down to split over the ranks, as a -b/-e sweep is); `dtype` casts the inputs; `iters`
@@ -288,7 +289,7 @@ def profile(
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout_s:g}")
     if not has_torch():
         raise ValueError(
-            "profile runs the reference and the implementations on ranks, which needs torch: pip install torch"
+            "profile runs the reference and the implementations on ranks, which needs torch: " + INSTALL_TORCH
         )
     if iters is not None and iters < 1:
         raise ValueError(f"--iters must be at least 1, got {iters}")
@@ -298,7 +299,7 @@ def profile(
         if tol is not None and not 0 <= tol < math.inf:
             raise ValueError(f"{flag} must be a finite number at least 0, got {tol:g}")
     asked = dict(shape=shape, overrides=overrides, sizes=sizes, round_sizes=round_sizes, dtype=dtype, iters=iters)
-    asked |= dict(warmup=warmup, rtol=rtol, atol=atol)
+    asked |= dict(warmup=warmup, rtol=rtol, atol=atol, progress=progress)
     launch = launched()
     if launch is None:
         if nodes is not None:
@@ -365,6 +366,7 @@ def _profile(
     warmup: int | None,
     rtol: float | None,
     atol: float | None,
+    progress: Callable[[str], None],
 ) -> list[dict[str, Any]]:
     """profile()'s work once it knows where the ranks run: on this node (control None) or on the launch's."""
     world, backend = place.nodes * place.ranks_per_node, place.backend
@@ -445,6 +447,7 @@ def _profile(
                     if impl == "reference":
                         reference_s = done[key].get("median_s")
                     continue
+                progress(f"{name} {job.shape}: checking and timing {impl} on {world} ranks")
                 result, lost = (
                     (run_job(job, timeout_s), None) if control is None else run_launched(control, job, timeout_s)
                 )

@@ -194,7 +194,8 @@ def _check_times(record: dict[str, Any]) -> None:
 
 
 def read(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """The records of a results file, and one message per line that could not be read (skipped, never fatal)."""
+    """The records of a results file, and one message per line that could not be read (skipped, never fatal); one
+    message in all for a file none of whose lines is a record."""
     records, problems = [], []
     if not path.exists():
         return records, problems
@@ -210,6 +211,9 @@ def read(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
         except (ValueError, KeyError, TypeError, RecursionError) as e:
             why = f"{type(e).__name__}: {e}" if isinstance(e, ValueError) else type(e).__name__
             problems.append(f"{path}:{number}: skipped, not a record ({why[:160]})")
+    if not records and len(problems) > 1:  # a Python file, a log: one line, not one per line of it
+        first = problems[0].split(": skipped, not a record ", 1)[-1]
+        return records, [f"{path}: not a results file: none of its {len(problems)} lines is a record (first: {first})"]
     return records, problems
 
 

@@ -93,11 +93,24 @@ def _crossover(
     return Crossover(pa.shape, ranks_per_node, _fabric(topo), tuple(points), network_bound_from(points), left_out)
 
 
+def _described(name: str) -> Problem | None:
+    """A user's problem file as its source says (docstring, CATEGORY, SOURCE), read without running it; None where
+    the file is gone or sets them by code."""
+    from pkroof.analysis.catalogue import from_source
+    from pkroof.analysis.source import read
+
+    try:
+        return from_source(read(Path(name))) if name.endswith(".py") and Path(name).is_file() else None
+    except (OSError, ValueError, SyntaxError):
+        return None
+
+
 def _page(name: str, pa: ProblemAnalysis, shapes: tuple[Shape, ...], sweep: tuple[SweepPoint, ...], **kw: Any) -> Page:
-    p = pa.problem
+    p = pa.problem or _described(name)
     if p is None:
-        return Page(name, "user", f"{name} (a problem file; its workload as traced)", shapes=shapes, sweep=sweep, **kw)
-    return Page(name, p.category, p.summary, p.source, shapes=shapes, sweep=sweep, **kw)
+        return Page(name, "user", "a problem file; its workload as traced", shapes=shapes, sweep=sweep, **kw)
+    source = "" if p.source == str(p.path) else p.source  # the default SOURCE: the file's own path, named already
+    return Page(name, p.category, p.summary, source, shapes=shapes, sweep=sweep, **kw)
 
 
 def _preferred_shape(problem: Any) -> str:
@@ -105,7 +118,9 @@ def _preferred_shape(problem: Any) -> str:
     return REAL_SHAPE if REAL_SHAPE in real else (real[0] if real else problem.default_shape)
 
 
-def _analytic(topo: Topology) -> tuple[dict[str, ProblemAnalysis], dict[str, str]]:
+def _analytic(
+    topo: Topology, progress: Callable[[str], None] = lambda step: None
+) -> tuple[dict[str, ProblemAnalysis], dict[str, str]]:
     """Every suite problem at a real model's shape on every GPU of `topo`, nothing measured; and each left out,
     with why (a shape that does not divide, a reference that needs data to trace, torch missing for a trace)."""
     from pkroof.analysis.catalogue import suite
@@ -113,6 +128,7 @@ def _analytic(topo: Topology) -> tuple[dict[str, ProblemAnalysis], dict[str, str
     out, left_out = {}, {}
     for problem in suite():
         shape = _preferred_shape(problem)
+        progress(f"{topo.name}: bounding {problem.name}")
         try:
             out[problem.name] = analyze(
                 problem, topology=topo, shape=shape, sweep=True, cpu_ranks=False, round_size=True
@@ -145,22 +161,29 @@ def _ranks_per_node(record: dict[str, Any]) -> int:
     return rpn if isinstance(rpn, int) and not isinstance(rpn, bool) and rpn > 0 else record["world_size"]
 
 
-def report_of(found: list[dict[str, Any]], topo: Topology, log: Callable[[str], None]) -> Report:
+def report_of(
+    found: list[dict[str, Any]],
+    topo: Topology,
+    log: Callable[[str], None],
+    progress: Callable[[str], None] = lambda step: None,
+) -> Report:
     """One topology's report: measured where there are records (each (shape, world size) bounded and advised at its
-    own parameters), analytic where there are none."""
+    own parameters), analytic where there are none. `progress` hears each step that may take a while."""
     if not found:
-        analytic, left_out = _analytic(topo)
+        analytic, left_out = _analytic(topo, progress)
         for name, why in left_out.items():
             log(f"{name}: left out on {topo.name} ({why})")
         command = f"pkroof report --topology {topo.name} (analytic: bound and advice, not measured)"
         pages = {}
         for name, pa in analytic.items():
+            progress(f"{topo.name}: {name} across nodes")
             shape = Shape(pa.shape, pa.params, pa.bound)
             crossover = _crossover(pa.problem, pa, topo=topo, ranks_per_node=topo.gpus_per_node)
             sweep = _with_own(pa.analysis.sweep, pa)
             pages[name] = _page(name, pa, (shape,), sweep, command=command, crossover=crossover)
         return Report(topo, pages=pages, left_out=left_out)
     log(f"{topo.name}: bounding the problems of {len(found)} record{'s' * (len(found) != 1)}")
+    progress(f"{topo.name}: bounding the problems of {len(found)} record{'s' * (len(found) != 1)}")
     evaluation = evaluate(found, topo, sweep=True, log=log)
     shapes: dict[str, list[Shape]] = {}
     sweeps: dict[str, tuple[SweepPoint, ...]] = {}
@@ -169,6 +192,7 @@ def report_of(found: list[dict[str, Any]], topo: Topology, log: Callable[[str], 
         sweeps[name] = _with_own(sweeps.get(name, pa.analysis.sweep), pa)
     pages = {}
     for name, (group, pa) in _largest(evaluation.analyses).items():
+        progress(f"{topo.name}: {name} across nodes")
         first = next(r for r in evaluation.records if group_of(r) == group)
         rpn, dtype = _ranks_per_node(first), first.get("dtype")
         crossover = _crossover(pa.problem, pa, topo=topo, ranks_per_node=rpn, dtype=dtype)

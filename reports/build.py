@@ -23,6 +23,7 @@ import pandas as pd
 import plotly.offline
 
 from . import frames, html
+from .render import shown
 
 if TYPE_CHECKING:
     from pkroof.records.report_data import Report
@@ -31,13 +32,21 @@ MARKER = ".pkroof-report"  # names a folder write_report made, so it may replace
 EXPORTS = ("csv", "json", "parquet")
 
 
-def slug(name: str) -> str:
-    """A safe file-name part: [a-z0-9._-] only, no leading dot; a short hash keeps rewritten names distinct."""
+def slug(name: str, *, key: str | None = None) -> str:
+    """A safe file-name part: [a-z0-9._-] only, no leading dot; a short hash (of `key`, where given: what the name
+    stands for) keeps rewritten names distinct."""
     clean = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-.")[:80]
-    if clean and clean == name:
+    if clean and clean == name and key is None:
         return clean
-    digest = hashlib.sha1(name.encode()).hexdigest()[:8]
+    digest = hashlib.sha1((name if key is None else key).encode()).hexdigest()[:8]
     return f"{clean}-{digest}" if clean else digest
+
+
+def page_file(problem: str) -> str:
+    """A problem's page file: a problem file's named by its shown name (never this machine's absolute path), kept
+    apart from another file of that name by a short hash of its path."""
+    name = shown(problem)
+    return f"problem-{slug(problem) if name == problem else slug(name, key=problem)}.html"
 
 
 def _pages(
@@ -47,6 +56,7 @@ def _pages(
     others: Mapping[str, str] | None = None,
     assets: str = "",
     log: Callable[[str], None] = lambda line: None,
+    progress: Callable[[str], None] = lambda step: None,
 ) -> list[Path]:
     """Every page of one topology's report into `out` (plotly.min.js is `assets` away, written by the caller)."""
     table = frames.records_frame(report.records)
@@ -55,7 +65,7 @@ def _pages(
     analytic = frames.analytic_rows(report.pages.values(), measured=index["problem"])
     if len(analytic):  # problems bounded but not measured: their roofline and advice, no measurements
         index = pd.concat([index, analytic], ignore_index=True) if len(index) else analytic
-    pages = {name: f"problem-{slug(name)}.html" for name in dict.fromkeys(index["problem"])}
+    pages = {name: page_file(name) for name in dict.fromkeys(index["problem"])}
     topology = report.topology
     written = {
         "index.html": html.index_page(
@@ -71,6 +81,7 @@ def _pages(
     }
     log(f"{topology.name}: writing {len(pages) + 2} pages")
     for name, file_name in pages.items():
+        progress(f"{topology.name}: writing {file_name}")
         written[file_name] = html.problem_page(
             name, records=table[table["problem"] == name], page=report.pages.get(name), assets=assets
         )
@@ -100,9 +111,10 @@ def write_report(
     *,
     others: Mapping[str, Report] | None = None,
     log: Callable[[str], None] = lambda line: None,
+    progress: Callable[[str], None] = lambda step: None,
 ) -> list[Path]:
     """Build the report in a temporary sibling folder, then swap it in: a reader sees the old one or the new one.
-    `log` hears a line per machine as its pages are written.
+    `log` hears a line per machine as its pages are written, `progress` each page.
 
     `others` maps another machine's name to its own Report (usually analytic: no records), written under
     presets/<name>/ and linked from the index.
@@ -117,12 +129,12 @@ def write_report(
     new = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
     try:
         links = {name: f"presets/{slug(name)}/index.html" for name in (others or {})}
-        names = _pages(new, report, others=links, log=log)
+        names = _pages(new, report, others=links, log=log, progress=progress)
         (new / "plotly.min.js").write_text(plotly.offline.get_plotlyjs(), encoding="utf-8")
         names.append(Path("plotly.min.js"))
         for name, sub in (others or {}).items():  # analytic reports of other machines, sharing plotly.min.js
             folder = Path("presets") / slug(name)
-            names += [folder / n for n in _pages(new / folder, sub, assets="../../", log=log)]
+            names += [folder / n for n in _pages(new / folder, sub, assets="../../", log=log, progress=progress)]
         (new / MARKER).write_text("pkroof report\n")
         new.chmod(0o755)  # mkdtemp makes it 0700
     except BaseException:

@@ -373,7 +373,7 @@ def on_cpu_ranks(records: pd.DataFrame) -> pd.Series:
 def chart_x(page: Page) -> str:
     """What a problem's time chart is drawn against: its size where it has one (a collective), else its FLOPs
     (shapes of a GEMM differ in FLOPs, and sizes would pile distinct roofs on one x), else its communication."""
-    sized = any("size" in shape.bound.params for shape in page.shapes)
+    sized = any("size" in shape.bound.workload.params for shape in page.shapes)
     if sized or not any(p.flops > 0 for p in page.sweep):
         return "size_bytes"
     return "flops"

@@ -21,7 +21,7 @@ from pkroof.records.report_data import Crossover, Page
 
 from . import figures, frames
 from .diagram import topology_svg
-from .render import render, value_text
+from .render import render, shown, value_text
 
 if TYPE_CHECKING:
     from pkroof.topology import Topology
@@ -158,7 +158,10 @@ def _problem_charts(records: pd.DataFrame, page: Page) -> tuple[str, Markup, Mar
             "traffic (per rank): no point can rise above the lower roof at its intensity."
         )
         roofline = figure_html(fig, "intensity", "Achieved FLOP/s against arithmetic intensity", said, wide=True)
-    elif any(p.link_bytes for p in page.sweep):
+    elif len({p.size_bytes for p in page.sweep if p.link_bytes}) > 1 or (
+        len(points) and any(p.link_bytes for p in page.sweep)
+    ):
+        # its roofs are lines through the sweep's sizes: one size and no measurement would draw an empty chart
         fig = figures.collective_roofline_figure(frames.bandwidth_roof_frame(page.sweep), points)
         said = (
             "No FLOPs: each measured implementation's link bytes per rank per second against its size, under the link "
@@ -204,6 +207,17 @@ def _crossover_chart(crossover: Crossover | None) -> Markup:
     return chart + (Markup(f'<p class="chart-note">{escape(left_out)}.</p>\n') if left_out else Markup(""))
 
 
+# the implementations table's columns shown only where some record has a value (CPU ranks have none of them)
+OPTIONAL_COLUMNS = (
+    "fraction_of_roofline",
+    "speedup_vs_reference",
+    "predicted_s",
+    "prediction_error",
+    "achieved_link_Bps",
+    "sm_clock_mhz",
+)
+
+
 def problem_page(name: str, *, records: pd.DataFrame, page: Page | None = None, assets: str = "") -> str:
     """One problem: its roofline charts, its bound and advice per shape, the implementations and the environment;
     an analytic page (no records) has no implementations table.
@@ -216,9 +230,10 @@ def problem_page(name: str, *, records: pd.DataFrame, page: Page | None = None, 
     timed_on_cpu = frames.on_cpu_ranks(records) & records["median_s"].notna()
     shapes = _shapes(page)
     across_nodes = any("scale-out" in s.bound.link_terms for s in shapes)
+    rows = _rows(_ordered(records)) if len(records) else []
     return render(
         "problem",
-        name,
+        shown(name),
         assets=assets,
         name=name,
         page=page,
@@ -231,9 +246,10 @@ def problem_page(name: str, *, records: pd.DataFrame, page: Page | None = None, 
         fabric=page.crossover.fabric if page.crossover else "",
         tiers=TIERS if across_nodes else (),  # a bound across nodes: each tier's link term in a column of its own
         cpu_rows=int(timed_on_cpu.sum()),
-        rows=_rows(_ordered(records)) if len(records) else [],
+        rows=rows,
         busbw=bool(records["busbw_Bps"].notna().any()) if len(records) else False,
-        failed=bool((records["status"] != "correct").any()) if len(records) else False,
+        cols={c for c in OPTIONAL_COLUMNS if len(records) and records[c].notna().any()},  # the rest would be all "—"
+        failed=[r for r in rows if r["status"] != "correct"],  # each with its reason, in a table that wraps it
         environment=_environment(records, page.command),
     )
 

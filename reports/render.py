@@ -4,6 +4,7 @@ and the filters that format a number by the unit its name carries ("—" for wha
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -61,6 +62,26 @@ def value_text(name: str, value: Any) -> str:
     return _scalar(name, value)
 
 
+def shown(problem: Any) -> Any:
+    """A problem as a page names it: a suite problem by its name, a problem file by its path relative to the working
+    folder where it lies below it, else by its file name; never this machine's absolute path. An implementation
+    `file.py:function` is named so too; what is not text is left as it is."""
+    if not isinstance(problem, str):
+        return problem
+    path_part, colon, function = problem.rpartition(":")
+    if colon and path_part.endswith(".py"):
+        return f"{shown(path_part)}:{function}"
+    if not problem.endswith(".py"):
+        return problem
+    path = Path(problem)
+    if not path.is_absolute():
+        return problem
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return path.name
+
+
 ENV = Environment(
     loader=PackageLoader("pkroof.reports", "templates"),
     autoescape=True,
@@ -80,6 +101,7 @@ ENV.filters |= {
     "sort_key": _sort_key,
     "text": _fmt(str),
     "value": lambda value, name: value_text(name, value),
+    "shown": shown,
     "plural": lambda n, word: f"{n} {word}" if n == 1 else f"{n} {word}s",
 }
 

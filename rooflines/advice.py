@@ -165,6 +165,13 @@ def _mechanism_sentence(b: Bound, best: Prediction, facts: dict[str, float]) -> 
                 f"{best.mechanism.value}: 90% of {fmt_Bps(m.peak_bandwidth_Bps)} with {m.ctas_for(0.9)} of "
                 f"{b.system.sm_count} SMs"
             )
+            if best.comm_sms and best.comm_sms != m.ctas_for(0.9):  # the count it is predicted at, and why it differs
+                why = (
+                    "those that reach its peak"
+                    if best.schedule is Schedule.SERIAL
+                    else "the fastest split with compute"
+                )
+                said += f"; predicted on {best.comm_sms}, {why}"
             if knee is not None and msg < knee:
                 said += f"; {ce_side}, the copy engine's efficient size"
             return said

@@ -158,8 +158,10 @@ class Bound:
 
     @property
     def params(self) -> Mapping[str, float]:
-        """The shape the workload was built from (read-only)."""
-        return types.MappingProxyType(self.workload.params)
+        """The problem's parameters, the ones `--param` takes (read-only): the workload's own where it has none of
+        the problem's (Workload.problem_params)."""
+        w = self.workload
+        return types.MappingProxyType(w.params if w.problem_params is None else w.problem_params)
 
     @property
     def hbm_bandwidth_Bps(self) -> float:

@@ -96,6 +96,12 @@ class Workload:
     compute_scales_with: str | None = None  # a param that compute time is proportional to and comm is not
     ranks: tuple[RankView, ...] = ()  # every distinct rank's view where ranks differ; empty: every rank is this one
     uncounted: tuple[str, ...] = ()  # ops that compute but that no FLOP formula prices (named, not silently 0)
+    # ops besides its communication that compute at O(1) per element, without FLOPs the roof counts (a norm's, a
+    # residual add, an embedding lookup): a workload with any is not a bare collective (sole_collective)
+    other_ops: tuple[str, ...] = ()
+    # the problem's own parameters, the ones `--param` takes, where `params` are another's (a hand-written workload
+    # built as a GEMM of m, n, k for a problem of tokens and hidden); None: `params` are the problem's
+    problem_params: dict[str, float] | None = None
 
     def __post_init__(self) -> None:
         names = {op.name for op in self.compute}
@@ -134,8 +140,8 @@ class Workload:
     @property
     def sole_collective(self) -> CommOp | None:
         """The workload's one collective where it is nothing else (no compute): what nccl-tests times, so its
-        algbw and busbw apply (bandwidths)."""
-        return self.comm[0] if len(self.comm) == 1 and not self.compute else None
+        algbw and busbw apply (bandwidths). A fused reduce-scatter + RMSNorm is not one: its norm is in other_ops."""
+        return self.comm[0] if len(self.comm) == 1 and not self.compute and not self.other_ops else None
 
     @property
     def comm_bytes(self) -> float:
@@ -206,6 +212,10 @@ def workload_to_dict(w: Workload) -> dict:
         out["ranks"] = [_view_dict(v.ranks, v.compute, v.comm, v.hbm_bytes) for v in w.ranks]
     if w.uncounted:
         out["uncounted"] = list(w.uncounted)
+    if w.other_ops:
+        out["other_ops"] = list(w.other_ops)
+    if w.problem_params is not None:
+        out["problem_params"] = dict(w.problem_params)
     return out
 
 
@@ -272,11 +282,18 @@ def _comm_ops(items: list, where: str) -> tuple[CommOp, ...]:
     return tuple(out)
 
 
+def _param(params: dict, key: str, where: str) -> int | float:
+    """A shape parameter as written: an integer stays an integer (the API and `-p` take it back as one)."""
+    value = _field(params, key, float, where)
+    raw = params[key]
+    return raw if isinstance(raw, int) else value
+
+
 def workload_from_dict(data: object, where: str = "workload") -> Workload:
     """The Workload of workload_to_dict's data, strictly: a ValueError naming the first bad field."""
     top = {"name": str, "compute": list, "comm": list, "hbm_bytes": float, "dtype": str, "params": dict}
     top["compute_scales_with"] = (str, type(None))
-    d = _fields(data, top, where, {"ranks": list, "uncounted": list})
+    d = _fields(data, top, where, {"ranks": list, "uncounted": list, "other_ops": list, "problem_params": dict})
     if d["dtype"] not in DTYPE_BYTES:
         raise ValueError(f"{where}.dtype: unknown dtype {d['dtype']!r}")
     views = []
@@ -286,7 +303,10 @@ def workload_from_dict(data: object, where: str = "workload") -> Workload:
         ranks = tuple(_number(r, f"{at}.ranks", whole=True) for r in f["ranks"])
         views.append(RankView(ranks, _compute_ops(f["compute"], f"{at}.compute"), _comm_ops(f["comm"], f"{at}.comm"),
                               f["hbm_bytes"]))  # fmt: skip
-    params = {k: _field(d["params"], k, float, f"{where}.params") for k in d["params"]}
+    params = {k: _param(d["params"], k, f"{where}.params") for k in d["params"]}
+    own = data.get("problem_params")
+    if own is not None and not isinstance(own, dict):
+        raise ValueError(f"{where}.problem_params: expected an object")
     return Workload(
         d["name"],
         _compute_ops(d["compute"], f"{where}.compute"),
@@ -297,4 +317,6 @@ def workload_from_dict(data: object, where: str = "workload") -> Workload:
         d["compute_scales_with"],
         tuple(views),
         _strings(data.get("uncounted") or [], f"{where}.uncounted"),
+        _strings(data.get("other_ops") or [], f"{where}.other_ops"),
+        None if own is None else {k: _param(own, k, f"{where}.problem_params") for k in own},
     )

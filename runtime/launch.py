@@ -153,7 +153,9 @@ class Ranks(list):
 # Ranks come from multiprocessing's fork server, started once per pkroof process with torch imported: a rank then
 # starts in well under a second instead of importing torch again (4-10 s on a busy 2-core machine). The server
 # never touches CUDA (importing torch does not), so a rank may; it exits when pkroof does.
-PRELOAD = ["__main__", "torch", "torch.distributed", "pkroof.runtime.launch"]
+# The caller's __main__ is neither preloaded nor re-imported (_main_hidden): a script that calls pkroof without an
+# `if __name__ == "__main__":` guard would otherwise run again in every rank.
+PRELOAD = ["torch", "torch.distributed", "pkroof.runtime.launch"]
 _CONTEXT: list = []
 
 
@@ -170,6 +172,24 @@ def _server() -> int | None:
     from multiprocessing import forkserver
 
     return getattr(forkserver._forkserver, "_forkserver_pid", None)
+
+
+@contextmanager
+def _main_hidden() -> Iterator[None]:
+    """The caller's main module unnamed while ranks start: multiprocessing's start-up (spawn.get_preparation_data)
+    would otherwise have each new process import it again by its path or module name, running a script's top level
+    (its pkroof calls included) in every rank. A rank's target and arguments come from pkroof's own modules."""
+    main = sys.modules.get("__main__")
+    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if main is not None and k in main.__dict__}
+    try:
+        if main is not None:
+            main.__dict__.pop("__file__", None)
+            main.__dict__["__spec__"] = None
+        yield
+    finally:
+        if main is not None:
+            main.__dict__.pop("__spec__", None)
+            main.__dict__.update(saved)
 
 
 def start_ranks(target: Callable[..., None], world: int, args: tuple, *, loopback: bool = True) -> Ranks:
@@ -189,9 +209,10 @@ def start_ranks(target: Callable[..., None], world: int, args: tuple, *, loopbac
         pipes.append((reader, writer))
     ranks = Ranks(procs, pipes, before, subreaper_was)
     try:
-        for p, (reader, _) in zip(procs, pipes, strict=True):
-            p.start()
-            reader.close()
+        with _main_hidden():
+            for p, (reader, _) in zip(procs, pipes, strict=True):
+                p.start()
+                reader.close()
     except BaseException:
         stop_ranks(ranks)
         raise
@@ -203,16 +224,19 @@ def stop_ranks(procs: list) -> None:
     pipes = getattr(procs, "pipes", [])
     for _, writer in pipes:  # end of file: each guard kills its tree and leaves
         writer.close()
-    for p in procs:
-        if p.is_alive() and not pipes:
+    for p in procs:  # one without a pid never started (start_ranks failed before it): nothing to stop
+        if p.pid is not None and p.is_alive() and not pipes:
             p.terminate()
     for p in procs:
-        p.join(5)
+        if p.pid is not None:
+            p.join(5)
     started = [p.pid for p in procs if p.pid is not None]
     # a guard that did not leave (stopped, stuck), or one killed before it could stop its tree: its process group
     # and whatever is still below it, from here
     kill_tree(set(started), set(started))
     for p in procs:
+        if p.pid is None:
+            continue
         if p.is_alive():
             p.kill()
         p.join()

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 import traceback
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +147,9 @@ def rank_guard(payload: bytes, watch: Any, env: dict[str, str], cwd: str, path: 
     sys.path[:] = path
     os.setpgid(0, 0)
     prctl(PR_SET_CHILD_SUBREAPER, 1)
+    # torch's notices that an API a reference calls is deprecated (reduce_scatter_tensor, ...), once per rank and
+    # call site: dozens of lines around a few rows of results, about torch, not about the result
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch\.distributed")
     stop = threading.Event()
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(s, lambda *_: stop.set())

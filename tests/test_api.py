@@ -97,7 +97,7 @@ def test_the_bound_object_has_the_json_fields_and_is_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         b.t_roof_s = 0.0  # type: ignore[misc]
     with pytest.raises(TypeError):
-        b.params["size"] = 1  # type: ignore[index]
+        b.params["size_bytes"] = 1  # type: ignore[index]
 
 
 def test_across_nodes_the_link_term_of_each_tier_is_a_typed_object_as_the_json():
@@ -113,7 +113,7 @@ def test_across_nodes_the_link_term_of_each_tier_is_a_typed_object_as_the_json()
 
 def test_a_list_of_sizes_gives_a_list():
     found = pkroof.bound("all-reduce", topology="h200x2", size=pkroof.sizes("1M", "4M", stepfactor=2))
-    assert [b.params["size"] for b in found] == [MiB, 2 * MiB, 4 * MiB]
+    assert [b.params["size_bytes"] for b in found] == [MiB, 2 * MiB, 4 * MiB]
     assert [r.t_s for r in pkroof.advise("all-reduce", topology="h200x2", size=[MiB, 4 * MiB])] == [
         found[0].recommendation.t_s,
         found[2].recommendation.t_s,
@@ -178,7 +178,8 @@ def test_a_problem_file_takes_the_clis_route_and_is_stopped_at_its_deadline(tmp_
     assert done.returncode == 0, done.stderr
     first, stopped = done.stdout.splitlines()
     caller, problem, size = first.split()
-    assert (problem, float(size)) == ("w", 4 * 64)  # the file's own workload, at its default n
+    # the file's own workload, at its default n, named after the file asked for (not the name workload() gave it)
+    assert (problem, float(size)) == ("mine", 4 * 64)
     ran = {p.name.split("-")[0]: int(p.read_text()) for p in (tmp_path / "pids").iterdir()}
     # a file of definitions with a hand-written workload(): called in the caller's process under an alarm, as
     # `pkroof bound` does (analysis/user_file.py); a workload() that hangs is stopped at timeout_s all the same

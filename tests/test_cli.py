@@ -259,8 +259,8 @@ def test_a_gemm_problem_takes_its_own_parameters_and_splits_k_over_the_ranks():
     # gemm-all-reduce at 2 ranks: tokens=256 rows, in_features=2048 split into k = 1024 per rank, out_features=1024
     out = _json("bound", "gemm-all-reduce", "--topology", "h200x2", "-p", "tokens=256", "-p", "in_features=2048",
                 "-p", "out_features=1024")  # fmt: skip
-    assert out["params"] == {"m": 256, "n": 1024, "k": 1024}
-    assert out["flops"] == 2 * 256 * 1024 * 1024
+    assert out["params"] == {"tokens": 256, "in_features": 2048, "out_features": 1024}  # the ones -p takes
+    assert out["flops"] == 2 * 256 * 1024 * (2048 // 2)  # m = tokens, n = out_features, k = in_features / 2 ranks
     assert out["comm"][0]["size_bytes"] == 256 * 1024 * 2  # the bf16 output, all-reduced
 
 

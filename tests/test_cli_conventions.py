@@ -33,23 +33,23 @@ def test_a_sweep_of_minbytes_maxbytes_and_stepfactor_gives_one_object_per_size()
     # nccl-tests' `-b 1M -e 16M -f 2`: 1, 2, 4, 8, 16 MiB
     out = _json("bound", "all-gather", "-t", "hgx-h100-8", "-b", "1M", "-e", "16M", "-f", "2")
     assert isinstance(out, list)
-    assert [o["params"]["size"] for o in out] == [MiB, 2 * MiB, 4 * MiB, 8 * MiB, 16 * MiB]
+    assert [o["params"]["size_bytes"] for o in out] == [MiB, 2 * MiB, 4 * MiB, 8 * MiB, 16 * MiB]
 
 
 def test_a_sweep_without_stepfactor_steps_by_stepbytes_as_nccl_tests():
     # nccl-tests: stepfactor 1 (its default) adds stepbytes each time: 1 MiB, 1 MiB + 512 KiB, 2 MiB
     out = _json("bound", "all-reduce", "-t", "h200x2", "-b", "1M", "-e", "2M", "-i", "512K")
-    assert [o["params"]["size"] for o in out] == [MiB, MiB + 512 * 1024, 2 * MiB]
+    assert [o["params"]["size_bytes"] for o in out] == [MiB, MiB + 512 * 1024, 2 * MiB]
 
 
 def test_one_size_stays_one_object():
     out = _json("bound", "all-reduce", "-t", "h200x2", "--size", "64M")
-    assert isinstance(out, dict) and out["params"]["size"] == 64 * MiB
+    assert isinstance(out, dict) and out["params"]["size_bytes"] == 64 * MiB
 
 
 def test_a_repeated_size_takes_every_size_not_the_last():
     out = _json("bound", "all-reduce", "-t", "h200x2", "--size", "1M", "--size", "64M")
-    assert [o["params"]["size"] for o in out] == [MiB, 64 * MiB]
+    assert [o["params"]["size_bytes"] for o in out] == [MiB, 64 * MiB]
 
 
 @pytest.mark.parametrize(

@@ -318,8 +318,12 @@ def test_index_links_point_at_written_files_and_colour_fractions(tmp_path):
     }
     for page in (p for p in written if p.suffix == ".html"):
         for href in _links(page.read_text()).hrefs:
-            assert href in names, (page.name, href)
-            assert (tmp_path / "report" / href).is_file()
+            file, _, anchor = href.partition("#")
+            file = file or page.name  # "#failed": a place on this page
+            assert file in names, (page.name, href)
+            assert (tmp_path / "report" / file).is_file()
+            if anchor:
+                assert f'id="{anchor}"' in (tmp_path / "report" / file).read_text(), (page.name, href)
     index = (tmp_path / "report" / "index.html").read_text()
     assert 'class="sortable"' in index
     assert re.search(r'class="pill poor">\s*40%', index)  # all-reduce reference: 40 µs / 100 µs

@@ -222,8 +222,10 @@ def probe(
     name: str | None = None,
     log: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True),
     nvml: object | None = None,
+    progress: Callable[[str], None] = lambda step: None,
 ) -> Topology | None:
-    """Probe this node (or, under torchrun/srun, every node of the job); rank 0 writes `out` and returns it."""
+    """Probe this node (or, under torchrun/srun, every node of the job); rank 0 writes `out` and returns it.
+    `progress` hears each step that takes a while (the measurements, the fits)."""
     nvml = nvml or Nvml()
     count = nvml.query("nvmlDeviceGetCount")
     if isinstance(count, NA) or not count:
@@ -255,12 +257,14 @@ def probe(
         if len(chosen) == 1:
             log("one GPU: its memory, matmul rates and host link; no transfers between GPUs (no peer)")
         log(f"probing {len(chosen)} GPU{'s' * (len(chosen) > 1)}{' quickly' if quick else ''}")
+        progress(f"measuring {len(chosen)} GPU{'s' * (len(chosen) > 1)}: every mechanism at every size")
         record, before = _measure_spawned(nvml, chosen, plan, quick, log)
     flags = health(before) + _pair_flags(record["pairs"])
     for flag in flags:
         log(f"health: {flag}")
     after = discover(nvml)
     curves = tuple(decode(Curve, c, f"curves[{i}]") for i, c in enumerate(record["curves"]))
+    progress("fitting the measured curves")
     fits, fit_notes = fit_curves(curves, record["world"])
     command = "pkroof probe" + "".join(f" {shlex.quote(a)}" for a in sys.argv[2:])
     record_probe = Probe(

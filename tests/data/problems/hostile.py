@@ -27,6 +27,28 @@ def _say(pid: int, what: str) -> None:
         Path(folder, f"{here[-1]}-{what}-{dist.get_rank()}-{pid}").write_text(str(pid))
 
 
+def _dies_first(dying: int) -> None:
+    """Rank `dying` is about to die; every other rank waits here until that rank's process (its guard, the worker's
+    parent) has ended, so pkroof sees it end before a peer fails on the broken connection: which rank is named
+    does not depend on timing (a busy machine once let the peer's error arrive first)."""
+    store = dist.distributed_c10d._get_default_store()
+    if dist.get_rank() == dying:
+        store.set("dying-guard", str(os.getppid()))
+        return
+    guard = int(store.get("dying-guard"))
+    while _running(guard):
+        time.sleep(0.01)
+
+
+def _running(pid: int) -> bool:
+    """The process is there and not a zombie (one that ended, not yet reaped by pkroof)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def _frames():
     frame = sys._getframe(1)
     while frame is not None:
@@ -92,6 +114,7 @@ def raises_with_escapes(a, b):  # a message that would recolour the terminal, se
 
 def segfaults_on_rank_1(a, b):
     _say(os.getpid(), "rank")
+    _dies_first(1)
     if dist.get_rank() == 1:
         os.kill(os.getpid(), signal.SIGSEGV)
     return _right(a, b)
@@ -99,6 +122,7 @@ def segfaults_on_rank_1(a, b):
 
 def aborts_on_rank_0(a, b):
     _say(os.getpid(), "rank")
+    _dies_first(0)
     if dist.get_rank() == 0:
         os.abort()
     return _right(a, b)
@@ -106,12 +130,14 @@ def aborts_on_rank_0(a, b):
 
 def killed_like_oom_on_rank_1(a, b):  # the OOM killer's SIGKILL
     _say(os.getpid(), "rank")
+    _dies_first(1)
     if dist.get_rank() == 1:
         os.kill(os.getpid(), signal.SIGKILL)
     return _right(a, b)
 
 
 def exits_3_on_rank_1(a, b):
+    _dies_first(1)
     if dist.get_rank() == 1:
         os._exit(3)
     return _right(a, b)

@@ -17,6 +17,28 @@ def correct(a, b):  # the same maths in another order: (a @ b) summed over ranks
     return out
 
 
+def _dies_first(dying: int) -> None:
+    """Rank `dying` is about to die; every other rank waits here until that rank's process (its guard, the worker's
+    parent) has ended, so pkroof sees it end before a peer fails on the broken connection: which rank is named
+    does not depend on timing (a busy machine once let the peer's error arrive first)."""
+    store = dist.distributed_c10d._get_default_store()
+    if dist.get_rank() == dying:
+        store.set("dying-guard", str(os.getppid()))
+        return
+    guard = int(store.get("dying-guard"))
+    while _running(guard):
+        time.sleep(0.01)
+
+
+def _running(pid: int) -> bool:
+    """The process is there and not a zombie (one that ended, not yet reaped by pkroof)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def wrong(a, b):  # forgets the all-reduce: each rank returns only its partial sum
     return a @ b
 
@@ -41,12 +63,14 @@ def exits_quietly(a, b):  # every rank leaves without a word or a result, as a s
 
 
 def rank_1_exits(a, b):  # rank 1 leaves quietly; rank 0 then fails in the all-reduce on the broken connection
+    _dies_first(1)
     if dist.get_rank() == 1:
         os._exit(0)
     return correct(a, b)
 
 
 def rank_1_segfaults(a, b):
+    _dies_first(1)
     if dist.get_rank() == 1:
         os.kill(os.getpid(), signal.SIGSEGV)
     return correct(a, b)

@@ -222,6 +222,32 @@ def _summary(outputs: dict[str, Any], seconds: dict[str, float], wall_s: float) 
         print(f"  {s:7.1f} s  {line}")
 
 
+def _update() -> None:
+    """Rewrite the golden's entries that now differ, leaving every other entry as it was, and name each changed one
+    with the fields that changed (the README beside this file says why they changed)."""
+    golden = read()
+    outputs, _ = snapshot(list(golden))
+    changed = [k for k in golden if outputs[k] != golden[k]]
+    for k in changed:
+        fields = sorted(_changed_fields(golden[k], outputs[k]))
+        print(f"{k}: {', '.join(fields[:6])}{' ...' if len(fields) > 6 else ''}")
+        golden[k] = outputs[k]
+    write(golden)
+    print(f"{len(changed)} of {len(golden)} entries rewritten in {GOLDEN.name}")
+
+
+def _changed_fields(old: Any, new: Any, where: str = "") -> set[str]:
+    """The paths (list indices left out) where `new` differs from `old`."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = {f"{where}.{k}" for k in set(old) ^ set(new)}
+        for k in set(old) & set(new):
+            out |= _changed_fields(old[k], new[k], f"{where}.{k}")
+        return out
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return {p for a, b in zip(old, new, strict=True) for p in _changed_fields(a, b, f"{where}[]")}
+    return set() if old == new else {where or "."}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="recompute and compare with the golden; write nothing")
@@ -234,7 +260,15 @@ def main() -> None:
         help="recompute only the golden's entries whose command line holds TEXT (repeatable) and write them into it, "
         "every other entry kept as it is (an intended model change: list it in README.md beside this file)",
     )
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="recompute every entry of the golden, rewrite only those that differ, and list them (an intended change)",
+    )
     args = parser.parse_args()
+    if args.update:
+        _update()
+        return
 
     start = time.perf_counter()
     if args.only:
