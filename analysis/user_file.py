@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pkroof.runtime.process_tree import reap_stale_folders
+
 from .catalogue import from_source, is_file, is_suite_problem, load_source
 from .problem import ProblemAnalysis, analyze, analyze_from_cache, has_torch, uses_hand_written
 from .source import SourceFile, declarative, read
@@ -86,6 +88,7 @@ def analyze_anywhere(problem: str, *, timeout_s: float = ANALYSIS_TIMEOUT_S, **k
     if not 0 < timeout_s < float("inf"):
         raise ValueError(f"--timeout must be a positive number of seconds, got {timeout_s:g}")
     source = read(Path(problem))
+    reap_stale_folders()  # what a pkroof killed with SIGKILL left, even where no process starts now
     what = f"analysing {problem}"
     tree = source.tree()
     known = from_source(source, tree) if tree is not None else None  # never runs the file
@@ -99,7 +102,5 @@ def analyze_anywhere(problem: str, *, timeout_s: float = ANALYSIS_TIMEOUT_S, **k
         if available():
             return _analyze_here(source, tree, kw, timeout_s, what)
     from pkroof.runtime.isolated import run_isolated  # the launcher, imported where a process starts
-    from pkroof.runtime.process_tree import reap_stale_folders
 
-    reap_stale_folders()  # what a pkroof killed with SIGKILL left, before this one makes its own
     return run_isolated(_analyze_apart, (source, kw), timeout_s=timeout_s, what=what, preload=PRELOAD)
