@@ -217,6 +217,7 @@ class ProblemAnalysis:
     params: dict[str, Any]  # the parameters the workload was built at
     topology: Topology
     analysis: Analysis
+    about: dict[str, str] | None = None  # a user's file as its source describes it: summary, category, source
 
     @property
     def bound(self) -> Bound:

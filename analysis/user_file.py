@@ -92,15 +92,17 @@ def analyze_anywhere(problem: str, *, timeout_s: float = ANALYSIS_TIMEOUT_S, **k
     what = f"analysing {problem}"
     tree = source.tree()
     known = from_source(source, tree) if tree is not None else None  # never runs the file
+    about = None if known is None else {"summary": known.summary, "category": known.category, "source": known.source}
     if known is not None and not uses_hand_written(known, kw.get("dtype")):
         found = analyze_from_cache(known, **kw)
         if found is not None:
-            return _detached(found)
+            return dataclasses.replace(_detached(found), about=about)
     elif known is not None and declarative(source, tree):
         from pkroof.runtime.deadline import available  # imported where only workload() runs
 
         if available():
-            return _analyze_here(source, tree, kw, timeout_s, what)
+            return dataclasses.replace(_analyze_here(source, tree, kw, timeout_s, what), about=about)
     from pkroof.runtime.isolated import run_isolated  # the launcher, imported where a process starts
 
-    return run_isolated(_analyze_apart, (source, kw), timeout_s=timeout_s, what=what, preload=PRELOAD)
+    found = run_isolated(_analyze_apart, (source, kw), timeout_s=timeout_s, what=what, preload=PRELOAD)
+    return dataclasses.replace(found, about=about)

@@ -31,7 +31,6 @@ from .cli_common import (
     World,
     _echo,
     _fail,
-    about_file,
     about_line,
     progress_line,
     strict_json,
@@ -456,7 +455,7 @@ def bound_cmd(
     except ValueError as e:
         _fail(str(e))
     analyses = _analyses(problem, topology, world_size, nodes, sizes, param, dtype, shape, timeout)
-    about = about_file(problem)  # a user's file: what it is, from its docstring, CATEGORY and SOURCE
+    about = analyses[0].about  # a user's file: what it is, from its docstring, CATEGORY and SOURCE (read once)
     if as_json:
         _json_out([pa.analysis.to_dict() | ({"about": about} if about else {}) for pa in analyses])
     elif len(analyses) > 1 or sizes[1]:

@@ -116,23 +116,6 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
-def about_file(problem: str) -> dict[str, str] | None:
-    """A user's problem file as its source describes it (docstring's first line, CATEGORY, SOURCE), read without
-    running it; None for a suite problem, or a file that sets them by code."""
-    from pathlib import Path
-
-    from pkroof.analysis.catalogue import from_source, is_file
-    from pkroof.analysis.source import read
-
-    if not is_file(problem):
-        return None
-    try:
-        p = from_source(read(Path(problem)))
-    except (OSError, ValueError, SyntaxError):
-        return None
-    return None if p is None else {"summary": p.summary, "category": p.category, "source": p.source}
-
-
 def about_line(about: dict[str, str] | None) -> str:
     """The description under a user's problem's header: "<docstring> · category <c> · source <s>"."""
     if not about:
