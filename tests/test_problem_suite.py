@@ -53,7 +53,7 @@ def test_bound_and_advise_take_a_suite_problems_named_shape():
     import json
 
     out = json.loads(result.stdout[result.stdout.index("{") :])
-    assert out["params"] == {"m": 8192, "n": 7168, "k": 8192}
+    assert out["params"] == {"tokens": 8192, "in_features": 8192, "out_features": 8 * 7168}  # its own, as -p takes
     assert out["flops"] == 2 * 8192 * 7168 * 8192
     bad = CliRunner().invoke(app, ["advise", "all-gather-gemm", "--shape", "nope"])
     assert bad.exit_code == 2 and "has no shape 'nope'" in bad.stderr
@@ -137,7 +137,7 @@ def test_parameters_start_from_the_default_shape_and_are_the_problems_own():
     # gemm-reduce-scatter's default ("small") shape: tokens=64, in_features=256, out_features=128; -p changes tokens
     # only: m = tokens, n = out_features, k = in_features / 8 per rank on hgx-h100-8's 8 ranks
     out = _bound_json("gemm-reduce-scatter", "-p", "tokens=4096")
-    assert out["params"] == {"m": 4096, "n": 128, "k": 256 // 8}
+    assert out["params"] == {"tokens": 4096, "in_features": 256, "out_features": 128}  # its own, as -p takes them
     err = _one_line_error("bound", "gemm-reduce-scatter", "-p", "m=5")
     assert "has no parameter m" in err and "tokens, in_features, out_features" in err
     err = _one_line_error("bound", "gemm-reduce-scatter", "-p", "tokens=4096", "-p", "tokens=5")
