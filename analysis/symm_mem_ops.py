@@ -95,11 +95,15 @@ def price(name: str, args: tuple, kwargs: dict, n: int) -> Priced | None:
 
 
 def run(func: Any, args: tuple, kwargs: dict) -> Any:
-    """The op's outputs: from its own kernel where the device has one (its meta kernel), else made from its schema."""
-    try:
-        return func(*args, **kwargs)
-    except (NotImplementedError, RuntimeError):
-        pass
+    """The op's outputs: from its meta kernel where every tensor is on meta and it has one, else made from its
+    schema. Never its real kernel: a traced reference moves nothing, and symmetric memory's multimem ops would use
+    NVLink multicast, which pkroof never turns on unasked."""
+    tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+    if tensors and all(t.is_meta for t in tensors):
+        try:
+            return func(*args, **kwargs)
+        except (NotImplementedError, RuntimeError):
+            pass
     schema = func._schema
     values = {arg.name: (args[i] if i < len(args) else kwargs.get(arg.name)) for i, arg in enumerate(schema.arguments)}
     made = []

@@ -98,3 +98,20 @@ def test_a_symmetric_memory_op_it_cannot_price_is_named_in_text_and_json(tmp_pat
     assert json.loads(done.stdout)["uncounted"] == ["communication symm_mem.all_to_all_vdev"]
     text = CliRunner().invoke(app, args)
     assert text.exit_code == 0 and "symm_mem.all_to_all_vdev" in text.stdout
+
+
+def test_an_op_on_real_tensors_is_never_run_its_outputs_come_from_its_schema():
+    # a traced reference moves nothing: on CPU (or CUDA) tensors the op's own kernel must not run (multimem ops would
+    # use NVLink multicast); its output is shaped from the schema instead, as an all-reduce's: like its input
+    from pkroof.analysis.symm_mem_ops import run
+
+    class NeverRun:
+        _schema = torch.ops.aten.add.Tensor._schema
+        _overloadpacket = torch.ops.aten.add
+
+        def __call__(self, *args, **kwargs):
+            raise AssertionError("the op's own kernel ran on real tensors")
+
+    x = torch.ones(4, 3)
+    out = run(NeverRun(), (x, x), {})
+    assert out.shape == (4, 3) and out.dtype == x.dtype
