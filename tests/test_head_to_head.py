@@ -1,5 +1,5 @@
 """The model held to published head-to-heads (tests/data/head_to_head/head_to_head.csv; its README gives the sources
-and which rows tuned what). The numbers asserted are floors (`python -m benchmarks.model.head_to_head`, 2026-12-05):
+and which rows tuned what). The numbers asserted are floors (`python -m tools.head_to_head`, 2026-12-05):
 a change to the model may raise them, never lower them. When the table was added the held-out median was 1.260 and
 the biases multimem 1.423, SM loads 1.209; the per-peer hand-off (issue 31 item 1) brought them to the floors below."""
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.model import head_to_head as h2h
+from tools import head_to_head as h2h
 
 EVALUATED = h2h.evaluate_all()
 HOLDOUT = h2h.summarize(EVALUATED, "holdout")

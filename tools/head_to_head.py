@@ -11,7 +11,7 @@ Rows of split `tune` may have set a model number (the README of the table says w
 did, and the targets are held on them. Sides on a machine that is not exactly the preset's (`machine_matches` not
 starting with "yes") are ranked (both sides ran on it) and checked against the roof, but their ratios are not counted.
 
-Usage: python -m benchmarks.model.head_to_head [TABLE] [--rows]
+Usage: python -m tools.head_to_head [TABLE] [--rows]
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ from pkroof.rooflines import Algorithm, Collective, Mechanism, Protocol, Schedul
 from pkroof.rooflines.builders import all_gather_gemm, collective
 from pkroof.rooflines.workload import DTYPE_BYTES, Workload
 from pkroof.topology.presets import PRESETS, preset
+from tools.published_runs import _int
 
-TABLE = Path(__file__).resolve().parents[2] / "tests" / "data" / "head_to_head" / "head_to_head.csv"
+TABLE = Path(__file__).resolve().parents[1] / "tests" / "data" / "head_to_head" / "head_to_head.csv"
 COLUMNS = ("pair", "side", "split", "preset", "world_size", "op", "size_bytes", "dtype", "m", "n", "k", "impl")
 COLUMNS += ("mechanism", "schedule", "algorithm", "protocol", "launch", "time_us", "machine_matches", "source_url")
 COLUMNS += ("source_locator",)
@@ -71,13 +72,6 @@ class Side:
         )
 
 
-def _int(value: str, where: str, name: str) -> int:
-    try:
-        return int(value) if value else 0
-    except ValueError:
-        raise ValueError(f"{where}: {name} {value!r} is not a whole number") from None
-
-
 def _side(f: dict[str, str], where: str) -> Side:
     if f["split"] not in SPLITS or f["launch"] not in LAUNCHES or f["preset"] not in PRESETS:
         raise ValueError(f"{where}: split {f['split']!r}, launch {f['launch']!r} or preset {f['preset']!r} unknown")
@@ -93,9 +87,9 @@ def _side(f: dict[str, str], where: str) -> Side:
     if time_s <= 0:
         raise ValueError(f"{where}: time_us must be positive")
     return Side(
-        f["pair"], f["side"], f["split"], f["preset"], _int(f["world_size"], where, "world_size"), f["op"],
-        _int(f["size_bytes"], where, "size_bytes"), f["dtype"], _int(f["m"], where, "m"), _int(f["n"], where, "n"),
-        _int(f["k"], where, "k"), f["impl"], mechanism, schedule, algorithm, protocol, f["launch"], time_s,
+        f["pair"], f["side"], f["split"], f["preset"], _int(f["world_size"], "world_size", where), f["op"],
+        _int(f["size_bytes"], "size_bytes", where), f["dtype"], _int(f["m"], "m", where), _int(f["n"], "n", where),
+        _int(f["k"], "k", where), f["impl"], mechanism, schedule, algorithm, protocol, f["launch"], time_s,
         f["machine_matches"].startswith("yes"),
     )  # fmt: skip
 
@@ -229,8 +223,11 @@ def _print_summary(name: str, s: Summary) -> None:
 
 
 def main(argv: list[str]) -> None:
-    table = next((a for a in argv if not a.startswith("--")), TABLE)
-    evaluated = evaluate_all(table)
+    table = Path(next((a for a in argv if not a.startswith("--")), TABLE))
+    try:
+        evaluated = evaluate_all(table)
+    except (OSError, ValueError) as e:  # a missing or malformed table: one line
+        sys.exit(f"head_to_head: {getattr(e, 'strerror', None) or e}{f': {table}' if isinstance(e, OSError) else ''}")
     if "--rows" in argv:
         for g in groups(evaluated):
             mark = "" if not g.rankable else ("ok  " if g.agrees else "MISS")
