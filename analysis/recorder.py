@@ -27,6 +27,7 @@ from pkroof.rooflines.builders import GEMM_TILE_M, GEMM_TILE_N
 from . import symm_mem_ops
 from .c10d_ops import COMM_NAMESPACES, IGNORED, P2P, Comm, collective_of, process_group, tensor_bytes
 from .causal import CausalAttention
+from .storage_deps import StorageDeps
 
 DTYPE_NAMES = {
     torch.bfloat16: "bf16",
@@ -211,6 +212,7 @@ class Recorder(TorchDispatchMode):
     events: list[_Event] = field(default_factory=list)
     read: dict[int, int] = field(default_factory=dict)  # id of a base tensor read from outside → its bytes
     _made: dict[int, tuple[Any, frozenset[int]]] = field(default_factory=dict)  # tensors made here → their deps
+    _storage: StorageDeps = field(default_factory=StorageDeps)  # written byte ranges of storages → their deps
     _open_p2p: int | None = None  # the point-to-point step still being issued
     _host: frozenset[int] = frozenset()  # collectives whose results the host has waited for
     inputs: set[int] = field(default_factory=set)  # ids of the inputs' base tensors (module parameters included)
@@ -242,10 +244,13 @@ class Recorder(TorchDispatchMode):
     # --- tensors made here, and the collectives their data depends on
     def _deps(self, t: torch.Tensor) -> frozenset[int] | None:
         entry = self._made.get(id(t))
-        return entry[1] if entry is not None and entry[0]() is t else None
+        mine = entry[1] if entry is not None and entry[0]() is t else None
+        stored = self._storage.read(t)  # through views and out= (storage_deps.py)
+        return mine if stored is None else (mine or frozenset()) | stored
 
     def _mark(self, t: torch.Tensor, deps: frozenset[int]) -> None:
         self._made[id(t)] = (weakref.ref(t), deps)
+        self._storage.wrote(t, deps)
 
     def _reads(self, tensors: list[torch.Tensor], *, external: bool = True) -> frozenset[int]:
         """The collectives these tensors' data depend on; with `external`, a tensor not made here counts as read."""
@@ -403,8 +408,9 @@ class Recorder(TorchDispatchMode):
         if self._open_p2p is not None and self._open_p2p in deps:
             self._open_p2p = None  # this op waits on the open step's data: a later send is a step of its own
         self._count(func, args, kwargs, out)
-        for t in self._written(func, args, kwargs, out):
-            self._mark(t, deps)
+        if not func.is_view:  # a view writes nothing: its data is what its bytes of the storage hold (_deps)
+            for t in self._written(func, args, kwargs, out):
+                self._mark(t, deps)
         return out
 
     @staticmethod
