@@ -63,12 +63,17 @@ def run(source: SourceFile) -> ModuleType:
         sys.path.insert(0, folder)
     spec = importlib.util.spec_from_file_location(f"pkroof_user_problem_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
+    # importable by its name, as under torchrun: pickle finds the classes it defines (a namedtuple sent with
+    # broadcast_object_list) by module and name, here and in every rank process that runs the file (issue 32 item 5b)
+    sys.modules[spec.name] = module
     try:
         exec(compile(source.data, str(path), "exec"), module.__dict__)  # naming a file to pkroof means to run it
     except Exception as e:
+        sys.modules.pop(spec.name, None)
         first = (str(e).strip().splitlines() or [""])[0]
         raise ValueError(f"{path}: cannot import it ({type(e).__name__}{': ' + first if first else ''})") from None
     except SystemExit as e:  # a file that exits while imported must not end pkroof silently
+        sys.modules.pop(spec.name, None)
         raise ValueError(f"{path}: exited while it was imported (SystemExit: {e.code})") from None
     return module
 

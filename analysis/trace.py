@@ -31,6 +31,7 @@ their real bytes recorded. Inputs that need values to be drawn are drawn on the 
 
 from __future__ import annotations
 
+import pickle
 import re
 from collections import defaultdict
 from typing import Any
@@ -47,8 +48,9 @@ from .c10d_ops import tensor_bytes
 from .recorder import DTYPE_NAMES, TORCH_DTYPES, Recorder, TraceError, tensors_in
 from .trace_shims import CudaShims, FakeGroup
 
-# what a reference whose control flow needs values raises on meta tensors (`.item()`, `.tolist()`, no meta kernel)
-NEEDS_DATA = (RuntimeError, NotImplementedError)
+# what a reference whose control flow needs values raises on meta tensors (`.item()`, `.tolist()`, no meta kernel);
+# an object sent with broadcast_object_list & co. unpickles from bytes a meta tensor does not hold
+NEEDS_DATA = (RuntimeError, NotImplementedError, pickle.UnpicklingError)
 TRACE_TIMEOUT_S = 300.0  # CPU ranks over gloo: a reference at a real model's shape is slow on a few cores
 
 
