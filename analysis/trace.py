@@ -49,8 +49,8 @@ from .recorder import DTYPE_NAMES, TORCH_DTYPES, Recorder, TraceError, tensors_i
 from .trace_shims import CudaShims, FakeGroup
 
 # what a reference whose control flow needs values raises on meta tensors (`.item()`, `.tolist()`, no meta kernel);
-# an object sent with broadcast_object_list & co. unpickles from bytes a meta tensor does not hold
-NEEDS_DATA = (RuntimeError, NotImplementedError, pickle.UnpicklingError)
+# an object sent with broadcast_object_list & co. unpickles (or runs out of input) from bytes meta tensors lack
+NEEDS_DATA = (RuntimeError, NotImplementedError, pickle.UnpicklingError, EOFError)
 TRACE_TIMEOUT_S = 300.0  # CPU ranks over gloo: a reference at a real model's shape is slow on a few cores
 
 
