@@ -1,7 +1,8 @@
 """The model held to published head-to-heads (tests/data/head_to_head/head_to_head.csv; its README gives the sources
 and which rows tuned what). The numbers asserted are floors (`python -m tools.head_to_head`, 2026-12-05):
 a change to the model may raise them, never lower them. When the table was added the held-out median was 1.260 and
-the biases multimem 1.423, SM loads 1.209; the per-peer hand-off (issue 31 item 1) brought them to the floors below."""
+the biases multimem 1.423, SM loads 1.209; the per-peer hand-off (issue 31 item 1) brought them to 1.204, multimem
+1.322, and multimem's own both-ways rate (issue 31 item 3) to the floors below."""
 
 from pathlib import Path
 
@@ -24,20 +25,22 @@ def test_the_published_winner_is_ranked_first_in_at_least_today_share_of_held_ou
 
 
 def test_the_held_out_median_ratio_is_no_further_from_one_than_today():
-    # median published / predicted over counted held-out sides: 1.204 with the per-peer hand-off
-    assert abs(HOLDOUT.median_ratio - 1) <= 0.205
+    # median published / predicted over counted held-out sides: 1.204 with the per-peer hand-off, 1.181 with
+    # multimem's own both-ways rate
+    assert abs(HOLDOUT.median_ratio - 1) <= 0.182
 
 
 def test_no_mechanism_bias_on_held_out_sides_is_worse_than_today():
-    # median published / predicted per mechanism with the per-peer hand-off: multimem 1.322, NCCL 1.060, SM loads 1.158
-    today = {"multimem": 1.322, "nccl": 1.060, "sm-load": 1.158}
+    # median published / predicted per mechanism with multimem's own both-ways rate: multimem 1.283 (1.322 before),
+    # NCCL 1.060, SM loads 1.158
+    today = {"multimem": 1.283, "nccl": 1.060, "sm-load": 1.158}
     for mechanism, bias in today.items():
         assert abs(HOLDOUT.bias[mechanism] - 1) <= abs(bias - 1) + 0.001, mechanism
 
 
 def test_at_least_today_share_of_held_out_sides_is_within_25_percent():
-    # 24 of the 46 counted held-out sides with the per-peer hand-off (23 before it)
-    assert HOLDOUT.within_25 >= 24 / 46
+    # 27 of the 46 counted held-out sides with multimem's own both-ways rate (24 with the per-peer hand-off, 23 before)
+    assert HOLDOUT.within_25 >= 27 / 46
 
 
 def test_every_side_is_predicted():

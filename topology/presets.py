@@ -195,6 +195,20 @@ SOURCES: dict[str, Source] = {
         url="https://github.com/sgl-project/sglang/pull/2904",
         date="2025-01-15",
     ),
+    "nvls-nccl-tests212": Source(
+        "carried",
+        "NCCL's NVLink SHARP (multimem) all-reduce on 8 H100s at large sizes, as NCCL's maintainer gives it: algbw "
+        "~275 GB/s (busbw ~480 GB/s), also reported 275 GB/s by NVIDIA/nccl#2140; each rank moves (n+1)/n·S each way "
+        "through the switch, so the per-direction multimem rate is 275 · 9/8 = 309 GB/s (MULTIMEM_DUPLEX_BPS)",
+        url="https://github.com/NVIDIA/nccl-tests/issues/212",
+        date="2024-05-06",
+    ),
+    "multimem-nominal": Source(
+        "nominal",
+        "nominal: no multimem kernel's α, step latency or per-peer flag cost was found published (NCCL's NVLS "
+        "latencies include its own launch and protocol); SM loads' figures are carried, as a multimem.ld_reduce is "
+        "an SM load through the switch",
+    ),
     "derived": Source(
         "nominal",
         "derived by pkroof from the other numbers of this preset, as the mechanism's note says (per-CTA bandwidth = "
@@ -493,16 +507,24 @@ def _mech(
     )
 
 
+# Multimem's rate per direction with both directions busy: NCCL's NVLS all-reduce on 8 H100s reaches algbw ~275 GB/s
+# (NVIDIA/nccl-tests#212, the "nvls-nccl-tests212" source) while each rank moves (n+1)/n·S = 9/8·S each way, so
+# 275 · 9/8 GB/s per direction on NVLink 4's 450 GB/s ports; other generations take the same fraction of their ports'
+# rate (no other generation's NVLS rate is cited here).
+MULTIMEM_DUPLEX_BPS = 275e9 * 9 / 8
+NVLINK4_PORT_BPS = 18 * 25e9
+
+
 def _multimem(link_Bps: float, sm_load: MechanismSpec) -> MechanismSpec:
-    """In-network reduction by multimem loads and stores: the roof at the switch ports' rate (the link's), what a
-    kernel reaches at SM loads' (the same loads, through the switch), both ways as SM loads reach with both busy."""
-    src = {"peak_bandwidth_Bps": "switch-port"} | {
-        k: sm_load.sources[k]
-        for k in ("latency_s", "step_latency_s", "per_cta_bandwidth_Bps", "duplex_bandwidth_Bps", "per_peer_s")
-    }
+    """In-network reduction by multimem loads and stores: the roof at the switch ports' rate (the link's); the rate
+    both ways from NCCL's published NVLS all-reduce (never above SM loads' both-ways rate scaled to this link); α,
+    step latency, per-CTA rate and per-peer cost are SM loads', marked nominal (none was published for multimem)."""
+    src = {"peak_bandwidth_Bps": "switch-port", "duplex_bandwidth_Bps": "nvls-nccl-tests212"}
+    src |= _all("multimem-nominal", "latency_s", "step_latency_s", "per_cta_bandwidth_Bps", "per_peer_s")
     note = (
-        "in-network reduction at the switch ports' rate for the roof; predicted at SM loads' rates both ways (a "
-        "multimem.ld_reduce is an SM load through the switch); not run by pkroof: multicast stays off"
+        "in-network reduction at the switch ports' rate for the roof; predicted both ways at NCCL's published NVLS "
+        "rate, with SM loads' α and per-peer cost (nominal: none published for multimem); not run by pkroof: "
+        "multicast stays off"
     )
     return MechanismSpec(
         True,
@@ -513,7 +535,7 @@ def _multimem(link_Bps: float, sm_load: MechanismSpec) -> MechanismSpec:
         note,
         sm_load.step_latency_s,
         src,
-        duplex_bandwidth_Bps=sm_load.duplex_bandwidth_Bps,
+        duplex_bandwidth_Bps=link_Bps * MULTIMEM_DUPLEX_BPS / NVLINK4_PORT_BPS,
         per_peer_s=sm_load.per_peer_s,
     )
 
