@@ -11,7 +11,10 @@ Rows of split `tune` may have set a model number (the README of the table says w
 did, and the targets are held on them. Sides on a machine that is not exactly the preset's (`machine_matches` not
 starting with "yes") are ranked (both sides ran on it) and checked against the roof, but their ratios are not counted.
 
-Usage: python -m tools.head_to_head [TABLE] [--rows]
+Usage: python -m tools.head_to_head [TABLE] [--rows] [--bands]
+
+--bands prints each mechanism's error band (rooflines/margins.py's BANDS) from the tune rows alone, and the rows
+behind it.
 """
 
 from __future__ import annotations
@@ -222,12 +225,43 @@ def _print_summary(name: str, s: Summary) -> None:
     print(f"  published times below the roof: {len(s.below_roof)}" + (f" {list(s.below_roof)}" if s.below_roof else ""))
 
 
+BAND_QUANTILES = 10  # a band runs from the 10th to the 90th percentile of published / predicted
+
+
+def bands(evaluated: list[Evaluated]) -> dict[str, tuple[tuple[float, float], tuple[str, ...]]]:
+    """Each mechanism's (lo, hi) band over the tune rows on the preset's own machine, and those rows; held-out rows
+    set nothing. A mechanism with one tune row gets that row's ratio at both ends."""
+    per: dict[str, list[Evaluated]] = defaultdict(list)
+    for e in evaluated:
+        if e.side.split == "tune" and e.side.same_machine:
+            per[_label(e.side)].append(e)
+    out = {}
+    for m, rows in sorted(per.items()):
+        ratios = [e.ratio for e in rows]
+        q = statistics.quantiles(ratios, n=BAND_QUANTILES, method="inclusive") if len(ratios) > 1 else ratios * 2
+        out[m] = ((q[0], q[-1]), tuple(f"{e.side.pair}/{e.side.side}" for e in rows))
+    return out
+
+
+def _print_bands(evaluated: list[Evaluated]) -> None:
+    print("BANDS: dict[str, tuple[float, float]] = {  # rooflines/margins.py, from the tune rows only")
+    found = bands(evaluated)
+    for m, ((lo, hi), _) in found.items():
+        print(f'    "{m}": ({lo:.3f}, {hi:.3f}),')
+    print("}")
+    for m, (_, rows) in found.items():
+        print(f"{m}: {len(rows)} tune rows: {', '.join(rows)}")
+
+
 def main(argv: list[str]) -> None:
     table = Path(next((a for a in argv if not a.startswith("--")), TABLE))
     try:
         evaluated = evaluate_all(table)
     except (OSError, ValueError) as e:  # a missing or malformed table: one line
         sys.exit(f"head_to_head: {getattr(e, 'strerror', None) or e}{f': {table}' if isinstance(e, OSError) else ''}")
+    if "--bands" in argv:
+        _print_bands(evaluated)
+        return
     if "--rows" in argv:
         for g in groups(evaluated):
             mark = "" if not g.rankable else ("ok  " if g.agrees else "MISS")
