@@ -8,6 +8,7 @@ import pytest
 
 from pkroof.rooflines import margins
 from tools import head_to_head as h2h
+from tools import published_runs
 
 
 def _with_ratio(e: h2h.Evaluated, ratio: float, split: str) -> h2h.Evaluated:
@@ -34,8 +35,20 @@ def test_held_out_rows_set_no_band() -> None:
     assert h2h.bands(wild) == {}
 
 
+def test_nccl_band_from_published_tune_rows_only() -> None:
+    found = h2h.nccl_band()
+    assert found is not None
+    (lo, hi), ids = found
+    rows = {r.id: r for r in published_runs.read(h2h.PUBLISHED)}
+    assert ids and all(rows[i].split == "tune" and rows[i].kind == "nccl" and rows[i].counted for i in ids)
+    assert lo <= 1.0 <= hi  # these rows fitted NCCL's lines: the band straddles an exact prediction
+
+
 def test_module_table_is_what_bands_regenerates() -> None:
     found = h2h.bands(h2h.evaluate_all())
+    nccl = h2h.nccl_band()
+    assert nccl is not None
+    found["nccl"] = nccl
     assert set(found) == set(margins.BANDS)
     for m, ((lo, hi), _) in found.items():
         assert margins.BANDS[m] == pytest.approx((lo, hi), abs=5e-4)  # printed to 3 decimals
