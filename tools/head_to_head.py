@@ -11,7 +11,10 @@ Rows of split `tune` may have set a model number (the README of the table says w
 did, and the targets are held on them. Sides on a machine that is not exactly the preset's (`machine_matches` not
 starting with "yes") are ranked (both sides ran on it) and checked against the roof, but their ratios are not counted.
 
-Usage: python -m tools.head_to_head [TABLE] [--rows]
+Usage: python -m tools.head_to_head [TABLE] [--rows] [--bands]
+
+--bands prints each mechanism's error band (rooflines/margins.py's BANDS) from the tune rows alone, and the rows
+behind it.
 """
 
 from __future__ import annotations
@@ -27,9 +30,11 @@ from pkroof.rooflines import Algorithm, Collective, Mechanism, Protocol, Schedul
 from pkroof.rooflines.builders import all_gather_gemm, collective
 from pkroof.rooflines.workload import DTYPE_BYTES, Workload
 from pkroof.topology.presets import PRESETS, preset
+from tools import published_runs
 from tools.published_runs import _int
 
 TABLE = Path(__file__).resolve().parents[1] / "tests" / "data" / "head_to_head" / "head_to_head.csv"
+PUBLISHED = TABLE.parents[1] / "published" / "measurements.csv"  # NCCL's band: its tune rows of kind nccl
 COLUMNS = ("pair", "side", "split", "preset", "world_size", "op", "size_bytes", "dtype", "m", "n", "k", "impl")
 COLUMNS += ("mechanism", "schedule", "algorithm", "protocol", "launch", "time_us", "machine_matches", "source_url")
 COLUMNS += ("source_locator",)
@@ -222,12 +227,62 @@ def _print_summary(name: str, s: Summary) -> None:
     print(f"  published times below the roof: {len(s.below_roof)}" + (f" {list(s.below_roof)}" if s.below_roof else ""))
 
 
+BAND_QUANTILES = 10  # a band runs from the 10th to the 90th percentile of published / predicted
+
+
+def bands(evaluated: list[Evaluated]) -> dict[str, tuple[tuple[float, float], tuple[str, ...]]]:
+    """Each mechanism's (lo, hi) band over the tune rows on the preset's own machine, and those rows; held-out rows
+    set nothing. A mechanism with one tune row gets that row's ratio at both ends."""
+    per: dict[str, list[Evaluated]] = defaultdict(list)
+    for e in evaluated:
+        if e.side.split == "tune" and e.side.same_machine:
+            per[_label(e.side)].append(e)
+    out: dict[str, tuple[tuple[float, float], tuple[str, ...]]] = {}
+    for m, rows in sorted(per.items()):
+        out[m] = (_quantile_band([e.ratio for e in rows]), tuple(f"{e.side.pair}/{e.side.side}" for e in rows))
+    return out
+
+
+def _quantile_band(ratios: list[float]) -> tuple[float, float]:
+    q = statistics.quantiles(ratios, n=BAND_QUANTILES, method="inclusive") if len(ratios) > 1 else ratios * 2
+    return q[0], q[-1]
+
+
+def nccl_band(path: str | Path = PUBLISHED) -> tuple[tuple[float, float], tuple[str, ...]] | None:
+    """NCCL's band over the published table's microbenchmark rows that may tune (split tune, kind nccl, one node,
+    counted: the preset's own machine, not suspect); held-out rows set nothing."""
+    rows = [r for r in published_runs.checkable(published_runs.read(path)) if r.kind == "nccl" and r.nodes == 1]
+    rows = [r for r in rows if r.use == "check" and r.split == "tune" and r.counted]
+    checked = [published_runs.check(r) for r in rows]
+    ratios = [c.row.time_s / c.predicted_s for c in checked if c.predicted_s]
+    return (_quantile_band(ratios), tuple(r.id for r in rows)) if ratios else None
+
+
+def _print_bands(evaluated: list[Evaluated], published: Path) -> None:
+    print("BANDS: dict[str, tuple[float, float]] = {  # rooflines/margins.py, from the tune rows only")
+    found = bands(evaluated)
+    nccl = nccl_band(published)
+    if nccl is not None:
+        found = {Mechanism.NCCL.value: nccl, **found}
+    for m, ((lo, hi), _) in found.items():
+        print(f'    "{m}": ({lo:.3f}, {hi:.3f}),')
+    print("}")
+    for m, (_, rows) in found.items():
+        print(f"{m}: {len(rows)} tune rows: {', '.join(rows)}")
+
+
 def main(argv: list[str]) -> None:
     table = Path(next((a for a in argv if not a.startswith("--")), TABLE))
     try:
         evaluated = evaluate_all(table)
     except (OSError, ValueError) as e:  # a missing or malformed table: one line
         sys.exit(f"head_to_head: {getattr(e, 'strerror', None) or e}{f': {table}' if isinstance(e, OSError) else ''}")
+    if "--bands" in argv:
+        try:
+            _print_bands(evaluated, PUBLISHED)
+        except (OSError, ValueError) as e:
+            sys.exit(f"head_to_head: {getattr(e, 'strerror', None) or e}")
+        return
     if "--rows" in argv:
         for g in groups(evaluated):
             mark = "" if not g.rankable else ("ok  " if g.agrees else "MISS")
